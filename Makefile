@@ -1,0 +1,61 @@
+# gostachio — build, test, benchmark, demo.
+#
+# giouring (the io_uring binding) reaches into package syscall with
+# go:linkname, which Go >= 1.23 refuses to link unless -checklinkname=0 is
+# passed. Every go command below gets it through GOFLAGS; run plain `go test`
+# the same way: GOFLAGS=-ldflags=-checklinkname=0 go test ./...
+export GOFLAGS := -ldflags=-checklinkname=0
+GO ?= go
+BIN := bin/gostachio
+DEMO_DATA ?= out/data/sf0.01
+
+.PHONY: all build test race bench bench-io bench-gen demo lint fmt vet deps clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/gostachio
+
+# gofmt check + vet + every test (the SF1 dbgen-exactness tests included).
+test: deps
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 30m ./...
+
+race:
+	$(GO) test -race -short -count=1 -timeout 30m ./...
+
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./...
+
+bench-gen:
+	$(GO) test -run '^$$' -bench GenerateSF1 -benchtime 1x ./tpch/dbgen/
+
+bench-io: build deps
+	$(BIN) gen --sf 1 --out out/data/sf1 --if-missing
+	$(BIN) bench io --data out/data/sf1 --pattern seq --bs 1MiB --qd 32 --vs-fio
+	$(BIN) bench io --data out/data/sf1 --pattern rand --bs 4KiB --qd 32 --vs-fio
+
+demo: build
+	$(BIN) demo --data $(DEMO_DATA) --out out/demo
+
+lint: vet
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+# Tools the tests and benchmarks call (fio for `bench io --vs-fio`).
+deps:
+	@command -v fio >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio) >/dev/null 2>&1 || echo "note: could not install fio (bench io --vs-fio needs it)"; \
+	  else echo "note: fio is not installed (bench io --vs-fio needs it)"; fi; }
+
+clean:
+	rm -rf bin out
