@@ -1,0 +1,170 @@
+package plan
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestTPCHStats(t *testing.T) {
+	tables, err := TPCHStats(1, 1_000_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	byName := map[string]*TableStats{}
+	for i := range tables {
+		byName[tables[i].Name] = &tables[i]
+	}
+	li := byName["lineitem"]
+	if got := li.Rows(); got != 6_001_215 {
+		t.Errorf("lineitem rows = %d, want 6001215", got)
+	}
+	if len(li.Chunks) != 7 || li.Chunks[6].Rows != 1_215 {
+		t.Errorf("lineitem chunks = %d, last %d rows; want 7, 1215", len(li.Chunks), li.Chunks[len(li.Chunks)-1].Rows)
+	}
+	q, c := li.Column("l_quantity"), li.Column("l_comment")
+	if li.Chunks[0].Bytes[q] != 8_000_000 || li.Chunks[0].Bytes[c] != 30_500_000 {
+		t.Errorf("chunk 0 bytes: quantity %d (want 8000000), comment %d (want 30500000)", li.Chunks[0].Bytes[q], li.Chunks[0].Bytes[c])
+	}
+	// Chunk 1 starts where chunk 0's columns end.
+	var sum int64
+	for _, b := range li.Chunks[0].Bytes {
+		sum += b
+	}
+	if li.Chunks[1].Base != sum {
+		t.Errorf("chunk 1 base = %d, want %d", li.Chunks[1].Base, sum)
+	}
+	if got := li.Chunks[0].ColumnOffset(2); got != 16_000_000 {
+		t.Errorf("l_suppkey offset = %d, want 16000000", got)
+	}
+	if n := byName["nation"].Rows(); n != 25 {
+		t.Errorf("nation rows at SF1 = %d, want 25", n)
+	}
+	big, _ := TPCHStats(1000, 1_000_000)
+	for i := range big {
+		if big[i].Name == "orders" && big[i].Rows() != 1_500_000_000 {
+			t.Errorf("orders at SF1000 = %d rows", big[i].Rows())
+		}
+		if big[i].Name == "region" && big[i].Rows() != 5 {
+			t.Errorf("region at SF1000 = %d rows", big[i].Rows())
+		}
+	}
+	for _, bad := range []struct {
+		sf   float64
+		rows int
+	}{{0, 10}, {-1, 10}, {1, 0}} {
+		if _, err := TPCHStats(bad.sf, bad.rows); err == nil {
+			t.Errorf("TPCHStats(%v, %d) accepted", bad.sf, bad.rows)
+		}
+	}
+}
+
+func TestDay(t *testing.T) {
+	if d := Day(1970, time.January, 2); d != 1 {
+		t.Errorf("Day(1970-01-02) = %d", d)
+	}
+	// 1995-03-15: 25 years incl. 6 leap days (72..92) + 31 + 28 + 14.
+	if d := Day(1995, time.March, 15); d != 25*365+6+31+28+14 {
+		t.Errorf("Day(1995-03-15) = %d", d)
+	}
+}
+
+func TestSurvives(t *testing.T) {
+	tb := TableStats{Name: "t", Columns: []string{"a", "b"}, Chunks: []ChunkStats{
+		{Rows: 1, Bytes: []int64{8, 8}, Stats: []MinMax{{true, 0, 99}, {}}},
+		{Rows: 1, Bytes: []int64{8, 8}, Stats: []MinMax{{true, 100, 199}, {}}},
+		{Rows: 1, Bytes: []int64{8, 8}},
+	}}
+	for _, tc := range []struct {
+		r    []Range
+		want [3]bool
+	}{
+		{[]Range{{"a", 50, 60}}, [3]bool{true, false, true}},
+		{[]Range{{"a", 99, 100}}, [3]bool{true, true, true}},
+		{[]Range{{"a", 200, 300}}, [3]bool{false, false, true}},
+		{[]Range{{"b", 0, 0}}, [3]bool{true, true, true}},
+		{[]Range{{"a", 0, 10}, {"a", 150, 160}}, [3]bool{false, false, true}},
+	} {
+		for i := range 3 {
+			if got := tb.Survives(i, tc.r); got != tc.want[i] {
+				t.Errorf("Survives(%d, %v) = %v", i, tc.r, got)
+			}
+		}
+	}
+}
+
+func TestQueries(t *testing.T) {
+	tables, _ := TPCHStats(1, 1_000_000)
+	for _, q := range TPCHQueries() {
+		p, err := TPCHQuery(q, 1, tables)
+		if err != nil {
+			t.Fatalf("%s: %v", q, err)
+		}
+		last := p.Pipelines[len(p.Pipelines)-1]
+		if last.Sink().Kind != OpResult {
+			t.Errorf("%s ends in %s", q, last.Sink().Kind)
+		}
+	}
+	p, _ := TPCHQuery("q6", 1, tables)
+	// The scan of Q6 reads shipdate 4 + discount 8 + quantity 8 + price 8.
+	if w := p.Pipelines[0].Ops[0].OutWidth; w != 28 {
+		t.Errorf("q6 scan width = %d, want 28", w)
+	}
+	if _, err := TPCHQuery("q99", 1, tables); err == nil {
+		t.Error("q99 accepted")
+	}
+}
+
+func TestBuilderAndValidateErrors(t *testing.T) {
+	tables := []TableStats{{Name: "t", Columns: []string{"a"}, Chunks: []ChunkStats{{Rows: 10, Bytes: []int64{80}}}}}
+	for _, tc := range []struct {
+		name  string
+		build func(b *Builder)
+		err   string
+	}{
+		{"unknown table", func(b *Builder) { b.Scan("u", "a").Result() }, `unknown table "u"`},
+		{"unknown column", func(b *Builder) { b.Scan("t", "z").Result() }, `no column "z"`},
+		{"empty", func(b *Builder) {}, "no pipelines"},
+		{"no breaker", func(b *Builder) { b.Scan("t", "a").Filter("x", 0.5).Done() }, "not a pipeline breaker"},
+		{"breaker in scan", func(b *Builder) { b.Scan("t", "a").Sort("a").Result() }, "breaker before the last op"},
+		{"forward input", func(b *Builder) { b.From(3).Result() }, "not an earlier one"},
+		{"probe non-build", func(b *Builder) {
+			g := b.Scan("t", "a").Gather()
+			b.Scan("t", "a").Probe(g, 1, 8, "a").Result()
+		}, "not an earlier hash build"},
+		{"negative selectivity", func(b *Builder) { b.Scan("t", "a").Filter("x", -1).Result() }, "negative estimate"},
+		{"ok", func(b *Builder) {
+			h := b.Scan("t", "a").HashBuild("a")
+			b.Scan("t", "a").Probe(h, 1, 8, "a").AggPartial("c", 1, 8).Gather()
+		}, ""},
+	} {
+		b := NewBuilder(tc.name, tables)
+		tc.build(b)
+		_, err := b.Build()
+		if tc.err == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+		}
+	}
+	bad := TableStats{Name: "x", Columns: []string{"a", "b"}, Chunks: []ChunkStats{{Rows: 1, Bytes: []int64{1}}}}
+	if err := bad.Validate(); err == nil || !strings.Contains(err.Error(), "1 column sizes, want 2") {
+		t.Errorf("Validate = %v", err)
+	}
+}
+
+func TestOpKindNames(t *testing.T) {
+	for k := OpScan; int(k) < NumOpKinds; k++ {
+		back, err := ParseOpKind(k.String())
+		if err != nil || back != k {
+			t.Errorf("ParseOpKind(%q) = %v, %v", k, back, err)
+		}
+	}
+	if _, err := ParseOpKind("bogus"); err == nil {
+		t.Error("bogus kind parsed")
+	}
+}

@@ -1,0 +1,208 @@
+package scheduler
+
+import (
+	"math"
+
+	"gostachio/plan"
+)
+
+// Estimate returns the estimated output rows and bytes of running ops over
+// rows input rows of bytes input bytes: rows scale by each streaming op's
+// Selectivity (an aggregate's output is capped by its Groups, a top-k's by
+// its Limit); the row width becomes the last OutWidth set (the input's width
+// before any). Scans, projections, builds, sorts and exchanges keep the row
+// count. The simulator reports these figures as a kernel's real output.
+func Estimate(ops []plan.Op, rows, bytes int64) (outRows, outBytes int64) {
+	if rows <= 0 {
+		return 0, 0
+	}
+	r := float64(rows)
+	w := float64(bytes) / float64(rows)
+	for i := range ops {
+		op := &ops[i]
+		switch op.Kind {
+		case plan.OpFilter, plan.OpHashProbe:
+			r *= op.Selectivity
+		case plan.OpAggPartial, plan.OpAggFinal:
+			if op.Selectivity > 0 {
+				r *= op.Selectivity
+			}
+			if op.Groups > 0 && r > float64(op.Groups) {
+				r = float64(op.Groups)
+			}
+		case plan.OpTopK:
+			if op.Limit > 0 && r > float64(op.Limit) {
+				r = float64(op.Limit)
+			}
+		}
+		if op.OutWidth > 0 {
+			w = float64(op.OutWidth)
+		}
+	}
+	outRows = int64(math.Ceil(r))
+	return outRows, int64(math.Ceil(float64(outRows) * w))
+}
+
+// forSpans calls fn for every read of the given columns (sorted) of chunk
+// ch: one per column, or with combining one per run of columns whose
+// unprojected gaps are at most gap bytes. first/n are the table columns the
+// span covers; off/size its file range.
+func forSpans(ch *plan.ChunkStats, cols []int, combine bool, gap int64, fn func(first, n int, off, size int64)) {
+	if !combine {
+		for _, c := range cols {
+			fn(c, 1, ch.ColumnOffset(c), ch.Bytes[c])
+		}
+		return
+	}
+	i := 0
+	for i < len(cols) {
+		first := cols[i]
+		start := ch.ColumnOffset(first)
+		end := start + ch.Bytes[first]
+		last := first
+		j := i + 1
+		for ; j < len(cols); j++ {
+			off := ch.ColumnOffset(cols[j])
+			if off < end || off-end > gap {
+				break
+			}
+			end = off + ch.Bytes[cols[j]]
+			last = cols[j]
+		}
+		fn(first, last-first+1, start, end-start)
+		i = j
+	}
+}
+
+// activate creates the node's units of pipeline ps.
+func (s *Scheduler) activate(ps *pipe) {
+	ps.active = true
+	ps.unitFirst = int32(len(s.units))
+	pl := ps.p
+	if pl.Source.Kind == plan.SourceScan {
+		s.scanUnits(ps)
+		if s.cfg.MetaCache && ps.unitN > 0 {
+			t := s.newTask(TaskRead, ps.idx, -1)
+			t.Meta = true
+			t.Table = int32(pl.Source.Table)
+			t.File = 0
+			t.Bytes = s.cfg.MetaBytes
+			t.Res = Resource{ResNVMe, s.node, s.ssd(0, t.Bytes)}
+			ps.tableMeta = t
+		} else {
+			ps.metaDone = true
+		}
+	} else {
+		for d := range s.devs {
+			var rows, bytes int64
+			for _, in := range pl.Source.Inputs {
+				rows += s.pipes[in].devs[d].outRows
+				bytes += s.pipes[in].devs[d].outBytes
+			}
+			if rows == 0 && bytes == 0 {
+				continue
+			}
+			u := s.newUnit(ps, int32(d))
+			u.rows, u.bytes = rows, bytes
+			u.outRows, u.out = Estimate(ps.unitOps, rows, bytes)
+			u.stage, u.state = stH2D, uQueued
+			dv := &s.devs[d]
+			dv.q[stH2D] = append(dv.q[stH2D], int32(len(s.units)-1))
+		}
+	}
+	for d := range s.devs {
+		s.devs[d].dirty = true
+	}
+	s.active = append(s.active, ps.idx)
+}
+
+func (s *Scheduler) newUnit(ps *pipe, dev int32) *unit {
+	s.units = append(s.units, unit{pipe: ps.idx, seq: ps.unitN, dev: dev, partOff: -1, chunk: -1})
+	ps.unitN++
+	ps.devs[dev].units++
+	ps.devs[dev].hadUnits = true
+	return &s.units[len(s.units)-1]
+}
+
+// scanUnits groups the surviving chunks into units of about Chunk projected
+// bytes (runs of consecutive chunks; a unit also stops growing before its
+// reads would pass half the pinned budget, so two always fit), deals unit i
+// to worker i mod W, and creates the units of this node's workers.
+func (s *Scheduler) scanUnits(ps *pipe) {
+	t := &s.plan.Tables[ps.p.Source.Table]
+	prune := ps.p.Ops[0].Prune
+	W := s.workers()
+	seq := 0
+	var cur struct {
+		first, n         int
+		rows, size, read int64
+	}
+	emit := func() {
+		if cur.n == 0 {
+			return
+		}
+		w := seq % W
+		seq++
+		if w/s.topo.Devices == int(s.node) {
+			dev := int32(w % s.topo.Devices)
+			u := s.newUnit(ps, dev)
+			u.chunk, u.nchunks = int32(cur.first), int32(cur.n)
+			u.rows, u.bytes, u.readBytes = cur.rows, cur.size, cur.read
+			u.outRows, u.out = Estimate(ps.unitOps, u.rows, u.bytes)
+			ps.slotRead = max(ps.slotRead, u.readBytes)
+			ps.slotDev = max(ps.slotDev, u.bytes)
+			s.devs[dev].pending = append(s.devs[dev].pending, int32(len(s.units)-1))
+		}
+		cur.n, cur.rows, cur.size, cur.read = 0, 0, 0, 0
+	}
+	for c := range t.Chunks {
+		if !t.Survives(c, prune) {
+			emit()
+			continue
+		}
+		var size, read int64
+		for _, col := range ps.cols {
+			size += t.Chunks[c].Bytes[col]
+		}
+		forSpans(&t.Chunks[c], ps.cols, s.cfg.Combine, s.cfg.CombineGap, func(_, _ int, _, n int64) { read += n })
+		if cur.n > 0 && (s.cfg.Chunk == 0 || cur.size+size > s.cfg.Chunk || cur.read+read > s.pinBud/2) {
+			emit()
+		}
+		if cur.n == 0 {
+			cur.first = c
+		}
+		cur.n++
+		cur.rows += t.Chunks[c].Rows
+		cur.size += size
+		cur.read += read
+	}
+	emit()
+}
+
+// ssd picks the SSD of a read of n bytes for device dev: with multi-path
+// the SSD with the fewest bytes assigned so far on the node (ties: lowest
+// index), so reads of uneven sizes still balance; else the device's paired
+// SSD.
+func (s *Scheduler) ssd(dev int32, n int64) int32 {
+	if s.cfg.Multipath {
+		best := 0
+		for i := 1; i < len(s.ssdBytes); i++ {
+			if s.ssdBytes[i] < s.ssdBytes[best] {
+				best = i
+			}
+		}
+		s.ssdBytes[best] += n
+		return int32(best)
+	}
+	if dev < 0 {
+		dev = 0
+	}
+	return dev % int32(s.topo.SSDs)
+}
+
+func (s *Scheduler) nic(dev int32) int32 {
+	if dev < 0 {
+		dev = 0
+	}
+	return dev % int32(s.topo.NICs)
+}

@@ -1,0 +1,403 @@
+package scheduler
+
+import (
+	"math"
+
+	"gostachio/plan"
+)
+
+// Ready returns the tasks to start now, in a deterministic order: tasks
+// created by the last completions, then per device (ascending) flush steps,
+// out, kernel, copy and read stages. The returned slice is reused: it is
+// valid until the next call. now is informational (the decisions depend on
+// the order of completions, not on time).
+func (s *Scheduler) Ready(now Time) []*Task {
+	_ = now
+	for d := range s.devs {
+		if s.devs[d].dirty {
+			s.devs[d].dirty = false
+			s.pump(int32(d))
+		}
+	}
+	s.out = append(s.out[:0], s.ready...)
+	s.ready = s.ready[:0]
+	return s.out
+}
+
+// pump starts everything device d can start.
+func (s *Scheduler) pump(d int32) {
+	dv := &s.devs[d]
+	for {
+		progress := false
+		for i := 0; i < len(s.active); i++ {
+			ps := &s.pipes[s.active[i]]
+			pd := &ps.devs[d]
+			if pd.units == 0 && pd.flush != flDone && pd.pend == 0 && s.stepFlush(ps, d) {
+				progress = true
+			}
+		}
+		for dv.qlen(stKernel) > 0 && dv.inflight[stOut] < dv.limit[stOut] {
+			if !s.startOut(&s.units[dv.q[stKernel][dv.qh[stKernel]]]) {
+				break
+			}
+			dv.pop(stKernel)
+			progress = true
+		}
+		for dv.qlen(stH2D) > 0 && dv.inflight[stKernel]+int32(dv.qlen(stKernel)) < dv.limit[stKernel] {
+			if !s.startKernel(&s.units[dv.q[stH2D][dv.qh[stH2D]]]) {
+				break
+			}
+			dv.pop(stH2D)
+			progress = true
+		}
+		for dv.qlen(stRead) > 0 && dv.inflight[stH2D]+int32(dv.qlen(stH2D)) < dv.limit[stH2D] {
+			if !s.startH2D(&s.units[dv.q[stRead][dv.qh[stRead]]]) {
+				break
+			}
+			dv.pop(stRead)
+			progress = true
+		}
+		for dv.head < len(dv.pending) && dv.inflight[stRead]+int32(dv.qlen(stRead)) < dv.limit[stRead] &&
+			(s.cfg.Window == 0 || dv.window < int32(s.cfg.Window)) {
+			if !s.startRead(&s.units[dv.pending[dv.head]]) {
+				break
+			}
+			dv.head++
+			progress = true
+		}
+		if !progress {
+			break
+		}
+	}
+	if s.cfg.Adaptive {
+		// A consumer stage with room but nothing queued starves: let its
+		// producer run one more task at a time.
+		for st := stH2D; st < numStages; st++ {
+			if dv.qlen(st-1) == 0 && dv.inflight[st]+s.queueAfter(dv, st) < dv.limit[st] &&
+				s.producerBusy(dv, st-1) && dv.limit[st-1] < int32(s.cfg.Depth) {
+				dv.limit[st-1]++
+				dv.dirty = true
+			}
+		}
+	}
+}
+
+func (s *Scheduler) queueAfter(dv *device, st int) int32 {
+	if st == stOut {
+		return 0
+	}
+	return int32(dv.qlen(st))
+}
+
+// producerBusy: stage st has work it could take on (units waiting for it).
+func (s *Scheduler) producerBusy(dv *device, st int) bool {
+	if st == stRead {
+		return dv.head < len(dv.pending)
+	}
+	return dv.qlen(st-1) > 0 || dv.inflight[st] > 0
+}
+
+// startRead reserves the unit's pinned buffers and issues its reads.
+func (s *Scheduler) startRead(u *unit) bool {
+	ps := &s.pipes[u.pipe]
+	need := u.readBytes
+	if !s.cfg.DynBuf {
+		need = ps.slotRead
+	}
+	var staging int64
+	if ps.sink == plan.OpResult && ps.perUnitOut {
+		staging = u.out
+	}
+	if !s.reservePinned(u.dev, need+staging) {
+		return false
+	}
+	u.pinned, u.outPinned = need+staging, staging
+	dv := &s.devs[u.dev]
+	dv.window++
+	dv.inflight[stRead]++
+	u.stage, u.state = stRead, uStage
+	switch {
+	case !s.cfg.MetaCache:
+		t := &s.plan.Tables[ps.p.Source.Table]
+		u.meta = true
+		u.pend = u.nchunks
+		for c := u.chunk; c < u.chunk+u.nchunks; c++ {
+			r := s.newTask(TaskRead, u.pipe, u.dev)
+			if c == u.chunk {
+				u.depFirst, u.depN = r.ID, u.nchunks
+			}
+			r.Meta, r.Unit, r.Table, r.Chunk, r.Chunks = true, u.seq, int32(ps.p.Source.Table), c, 1
+			r.File, r.Offset, r.Bytes = t.Chunks[c].File, t.Chunks[c].Base, s.cfg.MetaBytes
+			r.Res = Resource{ResNVMe, s.node, s.ssd(u.dev, r.Bytes)}
+		}
+	case !ps.metaDone:
+		u.waitsTableMeta = true
+	default:
+		u.depFirst, u.depN = 0, 0
+		if ps.tableMeta != nil {
+			u.depFirst, u.depN = ps.tableMeta.ID, 1
+		}
+		s.issueReads(u)
+	}
+	return true
+}
+
+// issueReads creates the unit's data reads, depending on u's deps range.
+func (s *Scheduler) issueReads(u *unit) {
+	ps := &s.pipes[u.pipe]
+	tbl := int32(ps.p.Source.Table)
+	t := &s.plan.Tables[tbl]
+	depFirst, depN := u.depFirst, u.depN
+	n := int32(0)
+	var first TaskID
+	for c := u.chunk; c < u.chunk+u.nchunks; c++ {
+		ch := &t.Chunks[c]
+		forSpans(ch, ps.cols, s.cfg.Combine, s.cfg.CombineGap, func(col, ncol int, off, size int64) {
+			r := s.newTask(TaskRead, u.pipe, u.dev)
+			if n == 0 {
+				first = r.ID
+			}
+			n++
+			r.Unit, r.Table, r.Chunk, r.Chunks = u.seq, tbl, c, 1
+			r.File, r.Offset, r.Column, r.Columns, r.Bytes, r.Rows = ch.File, off, int32(col), int32(ncol), size, ch.Rows
+			r.Res = Resource{ResNVMe, s.node, s.ssd(u.dev, size)}
+			if !s.cfg.MetaCache {
+				s.setDeps(r, depFirst+TaskID(c-u.chunk), 1)
+			} else {
+				s.setDeps(r, depFirst, depN)
+			}
+		})
+	}
+	u.meta = false
+	u.pend = n
+	u.depFirst, u.depN = first, n
+	if n == 0 {
+		s.endStage(u)
+	}
+}
+
+// startH2D reserves the unit's device footprint (input, output, and the
+// device's aggregate state on first use) and copies it in.
+func (s *Scheduler) startH2D(u *unit) bool {
+	ps := &s.pipes[u.pipe]
+	pd := &ps.devs[u.dev]
+	in := u.bytes
+	if !s.cfg.DynBuf {
+		in = ps.slotDev
+	}
+	need := in + u.out
+	var state int64
+	if ps.aggOp >= 0 {
+		// The unit folds into the device's state, reserved once.
+		need = in
+		if !pd.stateSet {
+			state = ps.stateEst
+			need += state
+		}
+	}
+	if !s.reserveDev(u.dev, need) {
+		return false
+	}
+	if ps.aggOp >= 0 {
+		u.devRes = in
+		u.devIn = in
+		if !pd.stateSet {
+			pd.stateSet, pd.stateBytes = true, state
+		}
+	} else {
+		u.devRes = need
+		u.devIn = in
+	}
+	dv := &s.devs[u.dev]
+	dv.inflight[stH2D]++
+	u.stage, u.state = stH2D, uStage
+	t := s.newTask(TaskH2D, u.pipe, u.dev)
+	t.Unit, t.Table, t.Chunk, t.Chunks = u.seq, int32(ps.p.Source.Table), u.chunk, u.nchunks
+	t.Bytes, t.Rows = u.bytes, u.rows
+	s.setDeps(t, u.depFirst, u.depN)
+	u.depFirst, u.depN, u.pend = t.ID, 1, 1
+	return true
+}
+
+// startKernel runs the unit's operators. Scan units reserved their device
+// memory at the copy; inputs units reserve their output here.
+func (s *Scheduler) startKernel(u *unit) bool {
+	ps := &s.pipes[u.pipe]
+	if ps.p.Source.Kind != plan.SourceScan {
+		need := u.out
+		if ps.aggOp >= 0 {
+			need = 0
+			if !ps.devs[u.dev].stateSet {
+				need = ps.stateEst
+			}
+		}
+		if !s.reserveDev(u.dev, need) {
+			return false
+		}
+		if ps.aggOp >= 0 {
+			if !ps.devs[u.dev].stateSet {
+				ps.devs[u.dev].stateSet, ps.devs[u.dev].stateBytes = true, need
+			}
+		} else {
+			u.devRes = need
+		}
+	}
+	dv := &s.devs[u.dev]
+	dv.inflight[stKernel]++
+	u.stage, u.state = stKernel, uStage
+	t := s.newTask(TaskKernel, u.pipe, u.dev)
+	t.Unit, t.Chunk, t.Chunks = u.seq, u.chunk, u.nchunks
+	if ps.p.Source.Kind == plan.SourceScan {
+		t.Table = int32(ps.p.Source.Table)
+	}
+	t.Ops = ps.unitOps
+	t.OpKind = ps.unitOps[len(ps.unitOps)-1].Kind
+	t.Bytes, t.Rows = u.bytes, u.rows
+	t.EstRows, t.EstBytes = u.outRows, u.out
+	if ps.perUnitOut && ps.sink == plan.OpShuffle {
+		t.Parts = int32(s.workers())
+	}
+	s.setDeps(t, u.depFirst, u.depN)
+	u.depFirst, u.depN, u.pend = t.ID, 1, 1
+	return true
+}
+
+// startOut moves a unit's output: d2h for a result, sends for an exchange.
+func (s *Scheduler) startOut(u *unit) bool {
+	ps := &s.pipes[u.pipe]
+	if ps.sink == plan.OpResult {
+		if u.outPinned == 0 && u.out > 0 {
+			// Inputs units reserve their staging now.
+			if !s.reservePinned(u.dev, u.out) {
+				return false
+			}
+			u.pinned += u.out
+			u.outPinned = u.out
+		}
+	} else {
+		var parts []int64
+		if u.partOff >= 0 {
+			parts = s.parts[u.partOff : int(u.partOff)+s.workers()]
+		}
+		if !s.reserveExchange(ps, u.dev, u.out, parts) {
+			return false
+		}
+	}
+	dv := &s.devs[u.dev]
+	dv.inflight[stOut]++
+	u.stage, u.state = stOut, uStage
+	depFirst, depN := u.depFirst, u.depN
+	if ps.sink == plan.OpResult {
+		if u.out == 0 {
+			u.pend = 0
+			s.endStage(u)
+			return true
+		}
+		t := s.newTask(TaskD2H, u.pipe, u.dev)
+		t.Unit, t.Bytes, t.Rows = u.seq, u.out, u.outRows
+		s.setDeps(t, depFirst, depN)
+		u.depFirst, u.depN, u.pend = t.ID, 1, 1
+		return true
+	}
+	var parts []int64
+	if u.partOff >= 0 {
+		parts = s.parts[u.partOff : int(u.partOff)+s.workers()]
+	}
+	first, n := s.issueSends(ps, u.dev, u.seq, u.out, u.outRows, parts, depFirst, depN)
+	u.depFirst, u.depN, u.pend = first, n, n
+	if n == 0 {
+		s.endStage(u)
+	}
+	return true
+}
+
+// exchangeShare returns the bytes and rows of an exchange output of bytes /
+// rows that go to worker w (shuffle: its partition, or an even split;
+// broadcast: all; gather: all to worker 0).
+func (s *Scheduler) exchangeShare(sink plan.OpKind, w int, bytes, rows int64, parts []int64) (int64, int64) {
+	W := int64(s.workers())
+	switch sink {
+	case plan.OpBroadcast:
+		return bytes, rows
+	case plan.OpGather:
+		if w == 0 {
+			return bytes, rows
+		}
+		return 0, 0
+	}
+	var b int64
+	if parts != nil {
+		b = parts[w]
+	} else {
+		b = bytes / W
+		if int64(w) < bytes%W {
+			b++
+		}
+	}
+	r := rows / W
+	if int64(w) < rows%W {
+		r++
+	}
+	if parts != nil && bytes > 0 {
+		r = int64(math.Round(float64(rows) * float64(b) / float64(bytes)))
+	}
+	return b, r
+}
+
+// reserveExchange reserves, on this node's devices, the bytes an exchange
+// output of device src leaves there (its own share included), all or
+// nothing. The source buffer stays reserved by its owner until every send
+// has completed.
+func (s *Scheduler) reserveExchange(ps *pipe, src int32, bytes int64, parts []int64) bool {
+	D := s.topo.Devices
+	base := int(s.node) * D
+	for w := base; w < base+D; w++ {
+		b, _ := s.exchangeShare(ps.sink, w, bytes, 0, parts)
+		if s.devs[w-base].used+b > s.devBud {
+			return false
+		}
+	}
+	for w := base; w < base+D; w++ {
+		b, _ := s.exchangeShare(ps.sink, w, bytes, 0, parts)
+		s.reserveDev(int32(w-base), b)
+	}
+	return true
+}
+
+// issueSends creates the sends of an exchange output of device src and
+// keeps the local share on src. unitSeq is -1 for a flush. It returns the
+// range of send tasks.
+func (s *Scheduler) issueSends(ps *pipe, src, unitSeq int32, bytes, rows int64, parts []int64, depFirst TaskID, depN int32) (TaskID, int32) {
+	self := s.worker(src)
+	var first TaskID
+	n := int32(0)
+	W := s.workers()
+	for k := 1; k <= W; k++ {
+		// Start with the next worker after self so that workers do not all
+		// send to worker 0 first.
+		w := (self + k) % W
+		b, r := s.exchangeShare(ps.sink, w, bytes, rows, parts)
+		if w == self {
+			pd := &ps.devs[src]
+			pd.outBytes += b
+			pd.outRows += r
+			continue
+		}
+		if b == 0 && r == 0 {
+			continue
+		}
+		dn, dd := int32(w/s.topo.Devices), int32(w%s.topo.Devices)
+		t := s.newTask(TaskSend, ps.idx, src)
+		if n == 0 {
+			first = t.ID
+		}
+		n++
+		t.Unit, t.Bytes, t.Rows, t.PeerDevice = unitSeq, b, r, dd
+		t.OpKind = ps.sink
+		t.Res = Resource{ResNICOut, s.node, s.nic(src)}
+		t.Peer = Resource{ResNICIn, dn, s.nic(dd)}
+		t.Tag = uint64(uint32(s.node))<<32 | uint64(uint32(t.ID))
+		s.setDeps(t, depFirst, depN)
+	}
+	return first, n
+}

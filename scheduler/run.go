@@ -1,0 +1,124 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gostachio/plan"
+)
+
+// Run executes plan p under policy pol on backend b: the one driver loop
+// both backends share. It creates one Scheduler per node of b.Topology(),
+// starts every ready task, feeds each completion back to its node's
+// scheduler, routes exchange data between nodes, releases pipelines that
+// finished on every node, and records one Event per completed task to sink
+// (nil: none). It returns when every pipeline has finished, on the first
+// error (a failed task, a backend error, ctx done), or with ErrStuck when
+// tasks remain but none can start within the memory budgets.
+func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSink) (Result, error) {
+	var res Result
+	topo := b.Topology()
+	if err := topo.Validate(); err != nil {
+		return res, err
+	}
+	cfg := pol.Config()
+	nodes := make([]*Scheduler, topo.Nodes)
+	for n := range nodes {
+		s, err := New(p, cfg, topo, n)
+		if err != nil {
+			return res, err
+		}
+		nodes[n] = s
+	}
+	finishedOn := make([]int, len(p.Pipelines))
+	inflight := 0
+	for {
+		now := b.Now()
+		for again := true; again; {
+			again = false
+			for _, s := range nodes {
+				for _, t := range s.Ready(now) {
+					if err := b.Start(t); err != nil {
+						return res, fmt.Errorf("scheduler: start %s task %d on node %d: %w", t.Kind, t.ID, t.Node, err)
+					}
+					inflight++
+				}
+			}
+			// Pipelines that finished inside Ready (e.g. with no units) may
+			// release others: ask again until nothing changes.
+			for _, s := range nodes {
+				if settle(s, nodes, finishedOn) {
+					again = true
+				}
+			}
+		}
+		if nodes[0].Done() {
+			break
+		}
+		if inflight == 0 {
+			return res, fmt.Errorf("%w (policy %s: pinned budget %d, device budget %d per device)", ErrStuck, pol.Name(), nodes[0].pinBud, nodes[0].devBud)
+		}
+		c, err := b.Next(ctx)
+		if err != nil {
+			if errors.Is(err, ErrIdle) {
+				return res, fmt.Errorf("scheduler: backend idle with %d tasks in flight: %w", inflight, err)
+			}
+			return res, err
+		}
+		inflight--
+		t := c.Task
+		if t == nil || t.Node < 0 || int(t.Node) >= len(nodes) {
+			return res, fmt.Errorf("scheduler: completion names no task of this run")
+		}
+		s := nodes[t.Node]
+		if err := s.Complete(c); err != nil {
+			return res, err
+		}
+		res.Tasks++
+		res.ByKind[t.Kind]++
+		res.BytesByKind[t.Kind] += t.Bytes
+		res.Makespan = max(res.Makespan, c.End)
+		if sink != nil {
+			rows := t.Rows
+			if t.Kind == TaskKernel || t.Kind == TaskMerge {
+				rows = c.OutRows
+			}
+			sink.Record(Event{Task: t.ID, Kind: t.Kind, Res: t.Res, Node: t.Node, Device: t.Device,
+				Pipeline: t.Pipeline, Unit: t.Unit, OpKind: t.OpKind, Meta: t.Meta,
+				Start: c.Start, End: c.End, Bytes: t.Bytes, Rows: rows})
+		}
+		settle(s, nodes, finishedOn)
+	}
+	for _, s := range nodes {
+		res.PeakPinned = max(res.PeakPinned, s.PeakPinned())
+		res.PeakDevice = max(res.PeakDevice, s.PeakDevice())
+		r, by := s.Result()
+		res.ResultRows += r
+		res.ResultBytes += by
+	}
+	return res, nil
+}
+
+// settle routes s's deliveries to other nodes and counts its finished
+// pipelines; a pipeline finished on every node is released everywhere. It
+// reports whether any pipeline finished.
+func settle(s *Scheduler, nodes []*Scheduler, finishedOn []int) bool {
+	for _, d := range s.remote {
+		nodes[d.node].Deliver(d.pipe, d.dev, d.bytes, d.rows)
+	}
+	s.remote = s.remote[:0]
+	fin := s.Finished()
+	if len(fin) == 0 {
+		return false
+	}
+	for _, f := range fin {
+		finishedOn[f]++
+		if finishedOn[f] == len(nodes) {
+			for _, o := range nodes {
+				o.GlobalDone(f)
+			}
+		}
+	}
+	return true
+}

@@ -1,0 +1,288 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gostachio/plan"
+)
+
+// Time is a point in a run, in nanoseconds since the run started: virtual
+// time in the simulator, monotonic time in the engine. The scheduler never
+// reads a clock; it sees Time only in Completions and Backend.Now.
+type Time int64
+
+// String formats t as a duration since the run started ("1.5ms").
+func (t Time) String() string { return fmtDuration(int64(t)) }
+
+// TaskKind is what a task does, and so which resource it occupies.
+type TaskKind uint8
+
+const (
+	TaskInvalid TaskKind = iota
+	// TaskRead reads Bytes at Offset of file File of table Table from the
+	// SSD Res.Index of the node into a pinned host buffer. Meta reads (Meta
+	// true) fetch file/chunk metadata (footer, chunk index) instead of data.
+	TaskRead
+	// TaskH2D copies Bytes from pinned host memory to device Device over
+	// its PCIe link (Res.Index = Device).
+	TaskH2D
+	// TaskD2H copies Bytes from device Device to host memory.
+	TaskD2H
+	// TaskKernel runs the fused operators Ops on device Device over Rows
+	// input rows / Bytes input bytes (engine CPU backend: a worker group).
+	TaskKernel
+	// TaskSend transfers Bytes from (Node, Device) to (Peer.Node,
+	// PeerDevice) over NIC Res.Index of Node and NIC Peer.Index of
+	// Peer.Node. Its matching TaskRecv carries the same Tag. A send to the
+	// same node models the intra-node path the backend chooses (the sim
+	// profile decides: NVLink or NIC loopback).
+	TaskSend
+	// TaskRecv is the receiver's side of a send with the same Tag: posted
+	// (buffer ready) when the receiver can take the data, complete when the
+	// data has landed. It adds no work of its own on a resource: the
+	// transfer is the send's. Reserved for the distributed exchange (the
+	// engine's posted receives); the scheduler does not create it yet: a
+	// send's completion delivers its data (see Run).
+	TaskRecv
+	// TaskMerge runs host-CPU work (Ops, usually a breaker: merging partial
+	// aggregates, final sort / top-k) over Rows/Bytes on node Node.
+	TaskMerge
+	// TaskSync is a host round trip: the host waits until device Device has
+	// drained its queue and reads back a small value (e.g. a filter's output
+	// count) before it can size the next step. The backend charges its sync
+	// latency (profile / real cudaStreamSynchronize). Policies with deferred
+	// synchronization avoid most of them.
+	TaskSync
+	numTaskKinds
+)
+
+// NumTaskKinds is the number of task kinds (for arrays indexed by TaskKind).
+const NumTaskKinds = int(numTaskKinds)
+
+var taskKindNames = [...]string{
+	TaskInvalid: "invalid", TaskRead: "read", TaskH2D: "h2d", TaskD2H: "d2h",
+	TaskKernel: "kernel", TaskSend: "send", TaskRecv: "recv", TaskMerge: "merge", TaskSync: "sync",
+}
+
+func (k TaskKind) String() string {
+	if int(k) < len(taskKindNames) {
+		return taskKindNames[k]
+	}
+	return fmt.Sprintf("TaskKind(%d)", uint8(k))
+}
+
+// ResourceKind is a kind of hardware resource a task occupies.
+type ResourceKind uint8
+
+const (
+	ResNone   ResourceKind = iota
+	ResNVMe                // one SSD; Index = SSD number on the node
+	ResH2D                 // host-to-device direction of a GPU's PCIe link; Index = device
+	ResD2H                 // device-to-host direction; Index = device
+	ResGPU                 // a GPU's compute (engine: a CPU worker group); Index = device
+	ResNICOut              // a NIC's egress; Index = NIC number on the node
+	ResNICIn               // a NIC's ingress; Index = NIC number on the node
+	ResHost                // the node's host CPU (merges, syncs); Index = 0
+	numResourceKinds
+)
+
+// NumResourceKinds is the number of resource kinds.
+const NumResourceKinds = int(numResourceKinds)
+
+var resourceKindNames = [...]string{
+	ResNone: "none", ResNVMe: "nvme", ResH2D: "h2d", ResD2H: "d2h", ResGPU: "gpu",
+	ResNICOut: "nic-out", ResNICIn: "nic-in", ResHost: "host",
+}
+
+func (k ResourceKind) String() string {
+	if int(k) < len(resourceKindNames) {
+		return resourceKindNames[k]
+	}
+	return fmt.Sprintf("ResourceKind(%d)", uint8(k))
+}
+
+// Resource identifies one resource instance of the cluster.
+type Resource struct {
+	Kind  ResourceKind
+	Node  int32
+	Index int32
+}
+
+func (r Resource) String() string { return fmt.Sprintf("%s[%d.%d]", r.Kind, r.Node, r.Index) }
+
+// TaskID identifies a task within its node's scheduler: tasks of one node
+// are numbered 0, 1, 2, ... in creation order. (Node, ID) is unique in a run.
+type TaskID int32
+
+// Task is one unit of work on one resource. The scheduler creates and owns
+// every Task; a pointer handed to Backend.Start stays valid and unchanged
+// until Run returns (tasks are never moved or reused within a run). Backends
+// must treat a Task as read-only.
+type Task struct {
+	ID   TaskID
+	Kind TaskKind
+	// Res is the resource the task occupies (see TaskKind).
+	Res Resource
+	// Peer is, for TaskSend, the receiver's NIC ingress; for TaskRecv, the
+	// sender's NIC egress. ResNone otherwise.
+	Peer Resource
+	// Node and Device are the worker the task serves: the device whose
+	// unit of data is read, copied, computed or sent. Device is -1 for
+	// node-wide host work (merges, metadata).
+	Node, Device int32
+	// PeerDevice is the other end's device of a send/recv.
+	PeerDevice int32
+	// Pipeline is the plan pipeline index; Unit the unit's sequence number
+	// within that pipeline on this node (-1 for pipeline-wide tasks).
+	Pipeline, Unit int32
+	// Table, Chunk, Chunks: the stored chunks [Chunk, Chunk+Chunks) of
+	// plan.Tables[Table] this task's unit covers (-1/0 when not a scan unit).
+	Table, Chunk, Chunks int32
+	// Read tasks: File of the table, Offset in it, Column the first column
+	// covered and Columns how many table columns the span covers (a
+	// combined read covers several; gaps read through count in Bytes).
+	File            int32
+	Column, Columns int32
+	Offset          int64
+	// Meta marks a metadata read.
+	Meta bool
+	// Ops are the operators a kernel or merge runs (a sub-slice of the
+	// plan's pipeline ops; shared, read-only). OpKind is the main one: the
+	// pipeline breaker if Ops contains it, else the last op.
+	Ops    []plan.Op
+	OpKind plan.OpKind
+	// Bytes is what a transfer moves, or a kernel / merge's input bytes.
+	// Rows is the input rows of a kernel / merge (rows moved otherwise).
+	Bytes, Rows int64
+	// EstBytes, EstRows are the scheduler's estimate of the output of a
+	// kernel / merge (from plan selectivities and widths): what it reserved
+	// memory for, and what a backend without real data should report.
+	EstBytes, EstRows int64
+	// Parts is the number of destination workers of an exchange kernel
+	// (its Completion.PartBytes has this length); 0 otherwise.
+	Parts int32
+	// Tag pairs a TaskSend with its TaskRecv (equal Tags); 0 otherwise.
+	Tag uint64
+	// Deps are the tasks (same node) that completed before this one could
+	// start: informational for traces and tests; the scheduler enforces
+	// them. Shared storage: do not append to it.
+	Deps []TaskID
+}
+
+// Completion reports a finished task: what only execution knows.
+type Completion struct {
+	// Task is the pointer given to Backend.Start.
+	Task *Task
+	// Start and End are when the task began occupying its resource and when
+	// it finished (Start >= the time Start was called).
+	Start, End Time
+	// OutBytes and OutRows are the real output of a kernel / merge (or the
+	// bytes a recv actually received). A backend without real data reports
+	// Task.EstBytes / Task.EstRows.
+	OutBytes, OutRows int64
+	// PartBytes, for an exchange kernel (Task.Parts > 0), is the output
+	// bytes per destination worker; nil means "split OutBytes evenly". The
+	// scheduler reads it during Complete only; the backend keeps ownership.
+	PartBytes []int64
+	// Err is a failure of the task; Run stops and returns it.
+	Err error
+}
+
+// Topology is the shape of the cluster as the scheduler needs it. Device d
+// is paired with SSD d%SSDs and NIC d%NICs (the paper's "nearest" pairing).
+type Topology struct {
+	Nodes   int // nodes in the cluster (>= 1)
+	Devices int // compute devices (GPUs) per node (>= 1)
+	SSDs    int // NVMe drives per node (>= 1)
+	NICs    int // NICs per node (>= 1)
+	// DeviceMem is the usable memory of one device; PinnedMem the pinned
+	// host memory of one node. Budgets (Config) may only lower them.
+	DeviceMem, PinnedMem int64
+}
+
+// Validate reports a topology the scheduler cannot run on.
+func (t Topology) Validate() error {
+	if t.Nodes < 1 || t.Devices < 1 || t.SSDs < 1 || t.NICs < 1 {
+		return fmt.Errorf("scheduler: topology needs at least one node, device, SSD and NIC: %+v", t)
+	}
+	if t.DeviceMem <= 0 || t.PinnedMem <= 0 {
+		return fmt.Errorf("scheduler: topology needs positive device and pinned memory: %+v", t)
+	}
+	return nil
+}
+
+// Backend executes tasks: the simulator or the engine.
+type Backend interface {
+	// Topology is the cluster the backend runs; Run asks once, first.
+	Topology() Topology
+	// Now is the backend's current time (virtual or since the run began).
+	Now() Time
+	// Start begins executing t. It must not block on the task's work and
+	// must not call back into the scheduler; the task's completion is
+	// returned later by Next. An error means t could not be started at all
+	// (Run stops and returns it).
+	Start(t *Task) error
+	// Next blocks until the next started task completes and returns its
+	// completion (sim: pops the next event and advances virtual time).
+	// Completions of one run are returned in nondecreasing End order. It
+	// returns ErrIdle if no started task is outstanding, and ctx.Err() if
+	// ctx is done first.
+	Next(ctx context.Context) (Completion, error)
+}
+
+// ErrIdle is returned by Backend.Next when nothing is in flight.
+var ErrIdle = errors.New("scheduler: backend has no task in flight")
+
+// ErrStuck is returned when tasks remain but none can start and none is in
+// flight: typically a single unit larger than the memory budget.
+var ErrStuck = errors.New("scheduler: no task can start within the memory budget")
+
+// Policy is a scheduling policy: a name and the resolved knob values the
+// state machine follows. Build one with NewPolicy (registered policies plus
+// --set overrides) or wrap a Config with PolicyOf.
+type Policy interface {
+	Name() string
+	// Config returns the policy's knobs (a copy; already validated).
+	Config() Config
+}
+
+// Event is one executed task, as both backends report it (the minimal event
+// model that package traces adopts).
+type Event struct {
+	Task         TaskID
+	Kind         TaskKind
+	Res          Resource
+	Node, Device int32
+	Pipeline     int32
+	Unit         int32
+	OpKind       plan.OpKind
+	Meta         bool
+	Start, End   Time
+	// Bytes moved (transfers) or input bytes (kernels, merges); Rows the
+	// output rows of a kernel / merge, rows moved otherwise.
+	Bytes, Rows int64
+}
+
+// TraceSink receives events. Run records one Event per completed task, in
+// completion order; backends may record extra events of their own.
+// Record must not retain pointers into the scheduler.
+type TraceSink interface {
+	Record(e Event)
+}
+
+// Result summarizes a run.
+type Result struct {
+	// Makespan is the End of the last completion.
+	Makespan Time
+	// Tasks counts completed tasks; ByKind and BytesByKind break them down.
+	Tasks       int64
+	ByKind      [NumTaskKinds]int64
+	BytesByKind [NumTaskKinds]int64
+	// PeakPinned is the most pinned host memory reserved on any node;
+	// PeakDevice the most device memory reserved on any device.
+	PeakPinned, PeakDevice int64
+	// ResultRows and ResultBytes are the output of the final pipeline.
+	ResultRows, ResultBytes int64
+}
