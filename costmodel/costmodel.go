@@ -1,0 +1,319 @@
+// Package costmodel holds the cost functions of gostachio as data: what a
+// kernel costs on a device per operator kind, what a transfer costs on a link,
+// and how an SSD's bandwidth grows with its queue depth. The simulator (sim/)
+// reads them from a hardware profile; calibration (issue 7) fits them from
+// engine traces. Every function here is pure: no clock, no randomness.
+//
+// Units: times are nanoseconds (float64 in formulas, int64 where they become
+// virtual time), bandwidths are bytes per second (Rate), sizes are bytes.
+package costmodel
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"gostachio/plan"
+)
+
+// OpCost is the cost of one operator kind on one device:
+//
+//	t(bytes, rows) = Fixed + bytes/ByteRate + rows/RowRate   (seconds → ns)
+//
+// A zero ByteRate or RowRate means that term is free. Fixed is charged once
+// per operator per kernel (setup of a fused operator: hash table probe
+// setup, a reduction's final pass).
+type OpCost struct {
+	Fixed    Duration `yaml:"fixed"`
+	ByteRate Rate     `yaml:"bytes"`
+	RowRate  Rate     `yaml:"rows"`
+}
+
+// Ns is the operator's time in ns for bytes input bytes and rows input rows,
+// per the formula on OpCost.
+func (c OpCost) Ns(bytes, rows float64) float64 {
+	t := float64(c.Fixed)
+	if c.ByteRate > 0 {
+		t += bytes * 1e9 / float64(c.ByteRate)
+	}
+	if c.RowRate > 0 {
+		t += rows * 1e9 / float64(c.RowRate)
+	}
+	return t
+}
+
+// Device is the compute cost table of one device kind (a GPU, or the host
+// CPU when it plays that role): a launch overhead per kernel and one OpCost
+// per operator kind. Kernel time of a fused chain of operators is
+//
+//	T = Launch + Σ_i Ops[k_i].Ns(b_i, r_i)
+//
+// where r_0, b_0 are the kernel's input rows and bytes and, for i > 0,
+// r_i = r_{i-1}·sel_{i-1} and b_i = r_i·w_{i-1} (the previous operator's
+// output width; b_{i-1}·sel_{i-1} when the width is unknown). Launch is the
+// part that does not occupy the device's compute (it overlaps with other
+// kernels in flight); the sum is the work that does (Work).
+type Device struct {
+	// Launch is the per-kernel launch / dispatch overhead.
+	Launch Duration
+	// Ops is indexed by plan.OpKind; kinds absent from a profile cost
+	// nothing beyond Launch.
+	Ops [plan.NumOpKinds]OpCost
+}
+
+// Work is the device-busy time in ns of one kernel running ops (fused, in
+// order) over bytes input bytes and rows input rows, per the formula on
+// Device (Launch excluded). With no ops it prices kind alone.
+func (d *Device) Work(ops []plan.Op, kind plan.OpKind, bytes, rows int64) float64 {
+	if len(ops) == 0 {
+		if int(kind) >= len(d.Ops) {
+			return 0
+		}
+		return d.Ops[kind].Ns(float64(bytes), float64(rows))
+	}
+	b, r := float64(bytes), float64(rows)
+	var t float64
+	for i := range ops {
+		op := &ops[i]
+		if int(op.Kind) < len(d.Ops) {
+			t += d.Ops[op.Kind].Ns(b, r)
+		}
+		sel := op.Selectivity
+		if sel <= 0 || math.IsNaN(sel) {
+			sel = 1
+		}
+		nr := r * sel
+		if op.OutWidth > 0 {
+			b = nr * float64(op.OutWidth)
+		} else {
+			b *= sel
+		}
+		r = nr
+	}
+	return t
+}
+
+// UnmarshalYAML reads a device table:
+//
+//	launch: 5us
+//	ops:
+//	  scan: {fixed: 0s, bytes: 1.2TB/s, rows: 0}
+//	  filter: {bytes: 1.2TB/s, rows: 100G/s}
+//
+// Operator names are plan.OpKind names; an unknown name is an error naming
+// its line.
+func (d *Device) UnmarshalYAML(n *yaml.Node) error {
+	var raw struct {
+		Launch Duration             `yaml:"launch"`
+		Ops    map[string]yaml.Node `yaml:"ops"`
+	}
+	if err := decodeStrict(n, &raw); err != nil {
+		return err
+	}
+	d.Launch = raw.Launch
+	d.Ops = [plan.NumOpKinds]OpCost{}
+	// Key lines: walk the mapping node to report unknown kinds by line.
+	var opsNode *yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "ops" {
+			opsNode = n.Content[i+1]
+		}
+	}
+	if opsNode == nil {
+		return nil
+	}
+	for i := 0; i+1 < len(opsNode.Content); i += 2 {
+		key, val := opsNode.Content[i], opsNode.Content[i+1]
+		k, err := plan.ParseOpKind(key.Value)
+		if err != nil {
+			return fmt.Errorf("line %d: %w", key.Line, err)
+		}
+		var c OpCost
+		if err := decodeStrict(val, &c); err != nil {
+			return err
+		}
+		d.Ops[k] = c
+	}
+	return nil
+}
+
+// decodeStrict decodes n into v rejecting unknown keys (yaml.Node.Decode
+// does not honour KnownFields, so re-encode through a strict decoder would
+// lose lines; instead check the keys against v's yaml tags first).
+func decodeStrict(n *yaml.Node, v any) error {
+	if n.Kind == yaml.MappingNode {
+		allowed := yamlKeys(v)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k := n.Content[i]
+			if !allowed[k.Value] {
+				return fmt.Errorf("line %d: unknown key %q (known: %s)", k.Line, k.Value, keyList(allowed))
+			}
+		}
+	}
+	return n.Decode(v)
+}
+
+func keyList(m map[string]bool) string {
+	ks := make([]string, 0, len(m))
+	for k := range m {
+		ks = append(ks, k)
+	}
+	sort.Strings(ks)
+	s := ""
+	for i, k := range ks {
+		if i > 0 {
+			s += ", "
+		}
+		s += k
+	}
+	return s
+}
+
+// Transfer is the cost of moving bytes over one link in isolation:
+//
+//	t(bytes) = Latency + bytes / Bandwidth
+//
+// With sharing (several flows on a link) the simulator replaces the second
+// term by the flow's max-min fair share over time.
+type Transfer struct {
+	Bandwidth Rate     `yaml:"bandwidth"`
+	Latency   Duration `yaml:"latency"`
+}
+
+// Ns is the isolated transfer time of bytes in ns (formula on Transfer). A
+// zero bandwidth means an infinitely fast link (latency only).
+func (t Transfer) Ns(bytes int64) float64 {
+	if t.Bandwidth <= 0 {
+		return float64(t.Latency)
+	}
+	return float64(t.Latency) + float64(bytes)*1e9/float64(t.Bandwidth)
+}
+
+// QDPoint is one point of a queue-depth curve: with QD requests outstanding
+// the device achieves Frac of its maximum bandwidth.
+type QDPoint struct {
+	QD   float64 `yaml:"qd"`
+	Frac float64 `yaml:"frac"`
+}
+
+// Storage is the cost model of one SSD. Its achieved bandwidth depends on
+// the number of outstanding requests q (the queue-depth curve):
+//
+//	B(q) = Bandwidth · f(q)
+//
+// where f interpolates Curve linearly in q, is f(Curve[0].QD)·q/Curve[0].QD
+// below the first point and the last point's Frac beyond the last point; an
+// empty curve means f ≡ 1. A read task of b bytes is Request-sized requests
+// of which at most TaskQD are outstanding at once, so it contributes
+// min(TaskQD, ⌈b/Request⌉) to q while it runs. Latency is charged once per
+// read task (the first request's; later ones pipeline behind it).
+type Storage struct {
+	Bandwidth Rate      `yaml:"bandwidth"`
+	Latency   Duration  `yaml:"latency"`
+	Request   Bytes     `yaml:"request"`
+	TaskQD    int       `yaml:"task_qd"`
+	Curve     []QDPoint `yaml:"qd_curve"`
+}
+
+// Frac is f(q) of the formula on Storage.
+func (s *Storage) Frac(q float64) float64 {
+	c := s.Curve
+	if len(c) == 0 || q <= 0 {
+		if len(c) == 0 {
+			return 1
+		}
+		return 0
+	}
+	if q <= c[0].QD {
+		return c[0].Frac * q / c[0].QD
+	}
+	for i := 1; i < len(c); i++ {
+		if q <= c[i].QD {
+			a, b := c[i-1], c[i]
+			return a.Frac + (b.Frac-a.Frac)*(q-a.QD)/(b.QD-a.QD)
+		}
+	}
+	return c[len(c)-1].Frac
+}
+
+// BandwidthAt is B(q) in bytes/s.
+func (s *Storage) BandwidthAt(q float64) float64 { return float64(s.Bandwidth) * s.Frac(q) }
+
+// MaxBandwidth is the most the curve reaches (bytes/s): the capacity used
+// for the analytic bound.
+func (s *Storage) MaxBandwidth() float64 {
+	m := 1.0
+	if len(s.Curve) > 0 {
+		m = 0
+		for _, p := range s.Curve {
+			m = math.Max(m, p.Frac)
+		}
+	}
+	return float64(s.Bandwidth) * m
+}
+
+// TaskRequests is how many requests a read of b bytes keeps outstanding
+// (min(TaskQD, ⌈b/Request⌉), at least 1).
+func (s *Storage) TaskRequests(b int64) int {
+	qd := s.TaskQD
+	if qd < 1 {
+		qd = 1
+	}
+	if s.Request <= 0 {
+		return qd
+	}
+	n := (b + int64(s.Request) - 1) / int64(s.Request)
+	if n < 1 {
+		n = 1
+	}
+	if n < int64(qd) {
+		return int(n)
+	}
+	return qd
+}
+
+// Validate reports a storage model the simulator cannot use: a non-positive
+// bandwidth, or a curve whose QDs do not strictly increase or whose
+// fractions are outside (0, 1].
+func (s *Storage) Validate() error {
+	if s.Bandwidth <= 0 {
+		return fmt.Errorf("costmodel: storage bandwidth must be positive")
+	}
+	for i, p := range s.Curve {
+		if p.QD <= 0 || p.Frac <= 0 || p.Frac > 1 {
+			return fmt.Errorf("costmodel: qd_curve point %d (qd %g, frac %g): want qd > 0 and 0 < frac <= 1", i, p.QD, p.Frac)
+		}
+		if i > 0 && p.QD <= s.Curve[i-1].QD {
+			return fmt.Errorf("costmodel: qd_curve point %d: qd %g does not increase", i, p.QD)
+		}
+	}
+	return nil
+}
+
+// yamlKeys lists the yaml keys of the struct v points to.
+func yamlKeys(v any) map[string]bool {
+	m := map[string]bool{}
+	t := reflect.TypeOf(v)
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t.Kind() != reflect.Struct {
+		return m
+	}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("yaml"), ",")
+		if name == "-" {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		m[name] = true
+	}
+	return m
+}

@@ -1,0 +1,155 @@
+package dataset
+
+import (
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"gostachio/dataset/arrowipc"
+	"gostachio/tpch/schema"
+)
+
+// FormatVersion is the manifest format this package writes and reads.
+const FormatVersion = 1
+
+// ManifestName is the file that makes a folder a dataset. It is written last
+// (temp + rename inside a temporary folder, then the folder is renamed into
+// place), so a folder holding it is complete.
+const ManifestName = "manifest.json"
+
+// Manifest is the content of manifest.json. Every offset is an absolute
+// file offset; every buffer offset is a multiple of arrowipc.Alignment and
+// the buffer is followed by zero padding up to the next multiple.
+type Manifest struct {
+	FormatVersion int     `json:"format_version"`
+	Name          string  `json:"name"`
+	ScaleFactor   float64 `json:"scale_factor"`
+	// Generator says what produced the data (e.g. "gostachio-dbgen" or
+	// "import-tbl"), its version, seed and free-form parameters.
+	Generator Generator `json:"generator"`
+	// Alignment is the buffer alignment in bytes (arrowipc.Alignment).
+	Alignment int `json:"alignment"`
+	// Stripes are the folders chunk files live in: Stripes[0] is "." (the
+	// dataset folder itself); others are absolute paths of per-dataset
+	// folders on other devices.
+	Stripes []string    `json:"stripes"`
+	Tables  []TableMeta `json:"tables"`
+}
+
+// Generator identifies what wrote a dataset.
+type Generator struct {
+	Name    string            `json:"name"`
+	Version string            `json:"version"`
+	Seed    int64             `json:"seed"`
+	Params  map[string]string `json:"params,omitempty"`
+}
+
+// TableMeta is one table: schema, row count, files and chunk index.
+type TableMeta struct {
+	Name    string       `json:"name"`
+	Columns []ColumnMeta `json:"columns"`
+	Rows    int64        `json:"rows"`
+	Files   []FileMeta   `json:"files"`
+	Chunks  []ChunkMeta  `json:"chunks"`
+
+	// Schema is the table as a schema.Table: the canonical TPC-H table
+	// (pointer-equal to schema.Lineitem etc.) when the name is a TPC-H
+	// table, else built from Columns. Set by Open; not serialized.
+	Schema *schema.Table `json:"-"`
+}
+
+// ColumnMeta is one column's name and type (schema.Type.String()).
+// Decimal columns carry Precision and Scale (15, 2: int64 scaled by 100).
+type ColumnMeta struct {
+	Name      string `json:"name"`
+	Type      string `json:"type"`
+	Precision int    `json:"precision,omitempty"`
+	Scale     int    `json:"scale,omitempty"`
+}
+
+// FileMeta is one Arrow IPC file: path relative to its stripe folder,
+// stripe index, exact size in bytes.
+type FileMeta struct {
+	Path   string `json:"path"`
+	Stripe int    `json:"stripe"`
+	Size   int64  `json:"size"`
+}
+
+// ChunkMeta is one chunk = one record batch of one file.
+type ChunkMeta struct {
+	File  int   `json:"file"`  // index into TableMeta.Files
+	Batch int   `json:"batch"` // record batch index within that file
+	Rows  int64 `json:"rows"`
+	// Block locates the record-batch message (as in the file's footer).
+	Offset     int64 `json:"offset"`
+	MetaLength int32 `json:"meta_length"`
+	BodyLength int64 `json:"body_length"`
+	// Columns holds, per table column, the Arrow buffers and statistics.
+	Columns []ColumnChunk `json:"columns"`
+}
+
+// Block returns the chunk's record-batch block.
+func (c *ChunkMeta) Block() arrowipc.Block {
+	return arrowipc.Block{Offset: c.Offset, MetaLength: c.MetaLength, BodyLength: c.BodyLength}
+}
+
+// ColumnChunk is one column of one chunk: its Arrow buffers in Arrow order
+// (validity, values) or (validity, offsets, data), absolute file offsets,
+// lengths without padding (validity is always empty), and min/max values.
+type ColumnChunk struct {
+	Buffers []BufferRef `json:"buffers"`
+	Min     Value       `json:"min"`
+	Max     Value       `json:"max"`
+}
+
+// BufferRef is one buffer: absolute file offset and unpadded length. An
+// O_DIRECT read transfers Padded() bytes at Off.
+type BufferRef struct {
+	Off int64 `json:"off"`
+	Len int64 `json:"len"`
+}
+
+// Padded is Len rounded up to the alignment.
+func (b BufferRef) Padded() int64 { return arrowipc.AlignUp(b.Len) }
+
+// Value is a column statistic: an integer (int64, int32, decimal cents,
+// date days) or a string. In JSON it is a number or a string.
+type Value struct {
+	Int   int64
+	Str   string
+	IsStr bool
+}
+
+// MarshalJSON writes a JSON number or string.
+func (v Value) MarshalJSON() ([]byte, error) {
+	if v.IsStr {
+		return json.Marshal(v.Str)
+	}
+	return strconv.AppendInt(nil, v.Int, 10), nil
+}
+
+// UnmarshalJSON reads a JSON number (which must be an exact int64) or string.
+func (v *Value) UnmarshalJSON(b []byte) error {
+	if len(b) > 0 && b[0] == '"' {
+		v.IsStr = true
+		return json.Unmarshal(b, &v.Str)
+	}
+	n, err := strconv.ParseInt(string(b), 10, 64)
+	if err != nil {
+		return fmt.Errorf("statistic %s is neither an int64 nor a string", b)
+	}
+	*v = Value{Int: n}
+	return nil
+}
+
+// columnsMeta describes t's columns for the manifest.
+func columnsMeta(t *schema.Table) []ColumnMeta {
+	cols := make([]ColumnMeta, len(t.Columns))
+	for i, c := range t.Columns {
+		cols[i] = ColumnMeta{Name: c.Name, Type: c.Type.String()}
+		if c.Type == schema.Decimal {
+			cols[i].Precision, cols[i].Scale = schema.DecimalPrecision, 2
+		}
+	}
+	return cols
+}

@@ -1,0 +1,383 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gostachio/scheduler"
+)
+
+// LinkKind is the kind of a simulated link: the scheduler's resource kinds
+// plus the ones only the simulator models (NVLink ports, switch up/down
+// links).
+type LinkKind uint8
+
+const (
+	LinkNVMe LinkKind = iota
+	LinkH2D
+	LinkD2H
+	LinkGPU
+	LinkNICOut
+	LinkNICIn
+	LinkHost
+	LinkNVLinkOut
+	LinkNVLinkIn
+	LinkSwitchUp
+	LinkSwitchDown
+	numLinkKinds
+)
+
+var linkKindNames = [...]string{"nvme", "h2d", "d2h", "gpu", "nic-out", "nic-in", "host", "nvlink-out", "nvlink-in", "switch-up", "switch-down"}
+
+func (k LinkKind) String() string {
+	if int(k) < len(linkKindNames) {
+		return linkKindNames[k]
+	}
+	return fmt.Sprintf("LinkKind(%d)", uint8(k))
+}
+
+// Unit is what a link's work is measured in: bytes for transfers, busy
+// core-ns (GPU: device-ns) for compute.
+func (k LinkKind) Unit() string {
+	if k == LinkGPU || k == LinkHost {
+		return "ns"
+	}
+	return "B"
+}
+
+// LinkInfo names one link of a cluster.
+type LinkInfo struct {
+	Kind  LinkKind
+	Node  int
+	Index int
+}
+
+// ErrUnmatched is returned by Cluster.Next when the only tasks outstanding
+// are receives waiting for sends that no scheduler has started.
+var ErrUnmatched = errors.New("sim: receives wait for sends that were never started")
+
+// Cluster is N nodes of a Profile sharing one event queue and one network
+// model: the simulator's scheduler.Backend. Every node has, per the
+// profile, SSDs, a PCIe link per GPU and direction, GPU compute, NIC ports
+// per direction, and a host CPU; nodes meet at a switch (full bisection, or
+// per-node up/down links when oversubscribed). Device d is paired with SSD
+// d%SSDs and NIC d%NICs, as scheduler.Topology says.
+//
+// Task mapping (each task is one flow of the fluid model, Net):
+//
+//	read     NVMe[node][Res.Index]; latency nvme.latency; q += TaskRequests(bytes)
+//	h2d/d2h  H2D|D2H[node][device]; latency pcie.latency
+//	kernel   GPU[node][device] with size GPU.Work (device-ns), latency
+//	         gpu.launch; kernels_on_host: Host[node], Host.Work, rate ≤
+//	         kernel_threads cores, latency host.launch
+//	merge    Host[node], Host.Work core-ns, rate ≤ merge_threads, latency host.launch
+//	sync     no link; latency sync_latency
+//	send     NICOut[node][Res.Index] (+ SwitchUp[node], SwitchDown[peer]
+//	         when oversubscribed) + NICIn[peer][Peer.Index], GPUDirect: +
+//	         D2H of the sender's device and H2D of the receiver's; same
+//	         node with intra path nvlink: NVLinkOut[dev] + NVLinkIn[peer dev];
+//	         same device: no link; latency nic.latency / intra.latency
+//	recv     no work: completes with the send of the same Tag
+//
+// Completions report Task.EstBytes / Task.EstRows as the output (the
+// simulator has no data), and PartBytes nil (even exchange split).
+type Cluster struct {
+	prof  *Profile
+	nodes int
+	net   *Net
+	topo  scheduler.Topology
+
+	nvme, h2d, d2h, gpu, nicOut, nicIn, nvOut, nvIn [][]LinkID
+	host, up, down                                  []LinkID
+	info                                            []LinkInfo
+
+	recs     []rec
+	freeRecs []int32
+	// sends in flight by tag (for receives), receives waiting by tag.
+	sendFlows map[uint64]int32
+	recvWait  map[uint64]recvHalf
+	queued    []scheduler.Completion
+	qhead     int
+	calls     int
+	links     []LinkID // scratch
+}
+
+// rec is the payload of one flow: the task it executes and, for a send
+// with a matched receive, the receive.
+type rec struct {
+	task      *scheduler.Task
+	recv      *scheduler.Task
+	recvStart int64
+}
+
+type recvHalf struct {
+	task  *scheduler.Task
+	start int64
+}
+
+var _ scheduler.Backend = (*Cluster)(nil)
+
+// NewCluster builds nodes nodes of profile p. p must be valid
+// (ParseProfile validates) and is not modified.
+func NewCluster(p *Profile, nodes int) (*Cluster, error) {
+	if nodes < 1 {
+		return nil, fmt.Errorf("sim: cluster needs at least one node, got %d", nodes)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("sim: profile %s: %w", p.Name, err)
+	}
+	c := &Cluster{prof: p, nodes: nodes, net: NewNet(),
+		sendFlows: map[uint64]int32{}, recvWait: map[uint64]recvHalf{}}
+	n := &p.Node
+	c.topo = scheduler.Topology{Nodes: nodes, Devices: n.GPUs, SSDs: n.SSDs, NICs: n.NICs,
+		DeviceMem: int64(n.DeviceMemory), PinnedMem: int64(n.PinnedMemory)}
+	add := func(k LinkKind, node, idx int, capacity float64) LinkID {
+		c.info = append(c.info, LinkInfo{k, node, idx})
+		return c.net.AddLink(capacity)
+	}
+	per := func(k LinkKind, node, count int, capacity float64) []LinkID {
+		ids := make([]LinkID, count)
+		for i := range ids {
+			ids[i] = add(k, node, i, capacity)
+		}
+		return ids
+	}
+	oversub := p.Switch.Oversubscription > 1
+	for nd := 0; nd < nodes; nd++ {
+		ssds := make([]LinkID, n.SSDs)
+		for i := range ssds {
+			c.info = append(c.info, LinkInfo{LinkNVMe, nd, i})
+			ssds[i] = c.net.AddStorageLink(&p.NVMe)
+		}
+		c.nvme = append(c.nvme, ssds)
+		c.h2d = append(c.h2d, per(LinkH2D, nd, n.GPUs, p.PCIe.H2D.PerNs()))
+		c.d2h = append(c.d2h, per(LinkD2H, nd, n.GPUs, p.PCIe.D2H.PerNs()))
+		if !n.KernelsOnHost {
+			c.gpu = append(c.gpu, per(LinkGPU, nd, n.GPUs, 1))
+		}
+		c.nicOut = append(c.nicOut, per(LinkNICOut, nd, n.NICs, p.NIC.Bandwidth.PerNs()))
+		c.nicIn = append(c.nicIn, per(LinkNICIn, nd, n.NICs, p.NIC.Bandwidth.PerNs()))
+		if p.Intra.Path == "nvlink" {
+			c.nvOut = append(c.nvOut, per(LinkNVLinkOut, nd, n.GPUs, p.Intra.Bandwidth.PerNs()))
+			c.nvIn = append(c.nvIn, per(LinkNVLinkIn, nd, n.GPUs, p.Intra.Bandwidth.PerNs()))
+		}
+		c.host = append(c.host, add(LinkHost, nd, 0, n.HostCores))
+		if oversub {
+			bw := float64(n.NICs) * p.NIC.Bandwidth.PerNs() / p.Switch.Oversubscription
+			c.up = append(c.up, add(LinkSwitchUp, nd, 0, bw))
+			c.down = append(c.down, add(LinkSwitchDown, nd, 0, bw))
+		}
+	}
+	return c, nil
+}
+
+// SetJitter makes every latency vary uniformly by ±frac, from seed (see
+// Net.SetJitter). Call before the run starts.
+func (c *Cluster) SetJitter(frac float64, seed uint64) { c.net.SetJitter(frac, seed) }
+
+// Profile is the cluster's node profile.
+func (c *Cluster) Profile() *Profile { return c.prof }
+
+// Net exposes the fluid model (link statistics).
+func (c *Cluster) Net() *Net { return c.net }
+
+// Links describes every link, indexed by LinkID.
+func (c *Cluster) Links() []LinkInfo { return c.info }
+
+// Topology implements scheduler.Backend.
+func (c *Cluster) Topology() scheduler.Topology { return c.topo }
+
+// Now implements scheduler.Backend: the virtual time.
+func (c *Cluster) Now() scheduler.Time { return scheduler.Time(c.net.Now()) }
+
+func (c *Cluster) newRec(t *scheduler.Task) int32 {
+	var i int32
+	if k := len(c.freeRecs); k > 0 {
+		i = c.freeRecs[k-1]
+		c.freeRecs = c.freeRecs[:k-1]
+	} else {
+		c.recs = append(c.recs, rec{})
+		i = int32(len(c.recs) - 1)
+	}
+	c.recs[i] = rec{task: t}
+	return i
+}
+
+func (c *Cluster) check(t *scheduler.Task, node, idx int32, count int, what string) error {
+	if node < 0 || int(node) >= c.nodes || idx < 0 || int(idx) >= count {
+		return fmt.Errorf("sim: %s task %d names %s %d.%d outside the cluster (%d nodes, %d per node)", t.Kind, t.ID, what, node, idx, c.nodes, count)
+	}
+	return nil
+}
+
+// Start implements scheduler.Backend: it maps t to a flow (table on
+// Cluster) starting now.
+func (c *Cluster) Start(t *scheduler.Task) error {
+	p := c.prof
+	nd := &p.Node
+	spec := FlowSpec{}
+	ls := c.links[:0]
+	node := t.Node
+	switch t.Kind {
+	case scheduler.TaskRead:
+		if err := c.check(t, node, t.Res.Index, nd.SSDs, "ssd"); err != nil {
+			return err
+		}
+		ls = append(ls, c.nvme[node][t.Res.Index])
+		spec.Size = float64(t.Bytes)
+		spec.Latency = p.NVMe.Latency.Ns()
+		spec.QD = p.NVMe.TaskRequests(t.Bytes)
+	case scheduler.TaskH2D, scheduler.TaskD2H:
+		if err := c.check(t, node, t.Device, nd.GPUs, "device"); err != nil {
+			return err
+		}
+		if t.Kind == scheduler.TaskH2D {
+			ls = append(ls, c.h2d[node][t.Device])
+		} else {
+			ls = append(ls, c.d2h[node][t.Device])
+		}
+		spec.Size = float64(t.Bytes)
+		spec.Latency = p.PCIe.Latency.Ns()
+	case scheduler.TaskKernel:
+		if err := c.check(t, node, t.Device, nd.GPUs, "device"); err != nil {
+			return err
+		}
+		if nd.KernelsOnHost {
+			ls = append(ls, c.host[node])
+			spec.Size = p.Host.Work(t.Ops, t.OpKind, t.Bytes, t.Rows)
+			spec.Latency = p.Host.Launch.Ns()
+			spec.Limit = nd.KernelThreads
+		} else {
+			ls = append(ls, c.gpu[node][t.Device])
+			spec.Size = p.GPU.Work(t.Ops, t.OpKind, t.Bytes, t.Rows)
+			spec.Latency = p.GPU.Launch.Ns()
+		}
+	case scheduler.TaskMerge:
+		if err := c.check(t, node, 0, 1, "host"); err != nil {
+			return err
+		}
+		ls = append(ls, c.host[node])
+		spec.Size = p.Host.Work(t.Ops, t.OpKind, t.Bytes, t.Rows)
+		spec.Latency = p.Host.Launch.Ns()
+		spec.Limit = nd.MergeThreads
+	case scheduler.TaskSync:
+		if err := c.check(t, node, 0, 1, "host"); err != nil {
+			return err
+		}
+		spec.Latency = p.SyncLatency.Ns()
+	case scheduler.TaskSend:
+		var err error
+		if ls, spec, err = c.sendFlow(t, ls); err != nil {
+			return err
+		}
+	case scheduler.TaskRecv:
+		if err := c.check(t, node, t.Device, nd.GPUs, "device"); err != nil {
+			return err
+		}
+		if r, ok := c.sendFlows[t.Tag]; ok && c.recs[r].recv == nil {
+			c.recs[r].recv, c.recs[r].recvStart = t, c.net.Now()
+			return nil
+		}
+		if _, dup := c.recvWait[t.Tag]; dup {
+			return fmt.Errorf("sim: recv task %d: tag %#x already has a waiting recv", t.ID, t.Tag)
+		}
+		c.recvWait[t.Tag] = recvHalf{t, c.net.Now()}
+		return nil
+	default:
+		return fmt.Errorf("sim: task %d has kind %s, which the simulator cannot run", t.ID, t.Kind)
+	}
+	c.links = ls
+	spec.Links = ls
+	r := c.newRec(t)
+	spec.Tag = r
+	if t.Kind == scheduler.TaskSend {
+		if h, ok := c.recvWait[t.Tag]; ok {
+			delete(c.recvWait, t.Tag)
+			c.recs[r].recv, c.recs[r].recvStart = h.task, h.start
+		}
+		c.sendFlows[t.Tag] = r
+	}
+	c.net.Start(spec)
+	return nil
+}
+
+// sendFlow builds the links and spec of a send (table on Cluster).
+func (c *Cluster) sendFlow(t *scheduler.Task, ls []LinkID) ([]LinkID, FlowSpec, error) {
+	p := c.prof
+	nd := &p.Node
+	var spec FlowSpec
+	src, dst := t.Node, t.Peer.Node
+	if err := c.check(t, src, t.Res.Index, nd.NICs, "nic"); err != nil {
+		return ls, spec, err
+	}
+	if err := c.check(t, dst, t.Peer.Index, nd.NICs, "peer nic"); err != nil {
+		return ls, spec, err
+	}
+	spec.Size = float64(t.Bytes)
+	devOK := t.Device >= 0 && int(t.Device) < nd.GPUs && t.PeerDevice >= 0 && int(t.PeerDevice) < nd.GPUs
+	if src == dst && devOK && t.Device == t.PeerDevice {
+		return ls, spec, nil // a device sending to itself: nothing moves
+	}
+	if src == dst && p.Intra.Path == "nvlink" {
+		if !devOK {
+			return ls, spec, fmt.Errorf("sim: send task %d: devices %d -> %d outside the node's %d GPUs", t.ID, t.Device, t.PeerDevice, nd.GPUs)
+		}
+		ls = append(ls, c.nvOut[src][t.Device], c.nvIn[dst][t.PeerDevice])
+		spec.Latency = p.Intra.Latency.Ns()
+		return ls, spec, nil
+	}
+	ls = append(ls, c.nicOut[src][t.Res.Index])
+	if len(c.up) > 0 && src != dst {
+		ls = append(ls, c.up[src], c.down[dst])
+	}
+	ls = append(ls, c.nicIn[dst][t.Peer.Index])
+	if p.PCIe.GPUDirectNIC && devOK {
+		ls = append(ls, c.d2h[src][t.Device], c.h2d[dst][t.PeerDevice])
+	}
+	spec.Latency = p.NIC.Latency.Ns()
+	return ls, spec, nil
+}
+
+// Next implements scheduler.Backend: it advances virtual time to the next
+// completion. A send with a matched receive yields two completions with the
+// same End (the receive's on the following call).
+func (c *Cluster) Next(ctx context.Context) (scheduler.Completion, error) {
+	if c.qhead < len(c.queued) {
+		x := c.queued[c.qhead]
+		c.qhead++
+		if c.qhead == len(c.queued) {
+			c.queued, c.qhead = c.queued[:0], 0
+		}
+		return x, nil
+	}
+	c.calls++
+	if c.calls&1023 == 0 {
+		if err := ctx.Err(); err != nil {
+			return scheduler.Completion{}, err
+		}
+	}
+	tag, start, end, ok := c.net.Step()
+	if !ok {
+		if len(c.recvWait) > 0 {
+			return scheduler.Completion{}, fmt.Errorf("%w (%d receives)", ErrUnmatched, len(c.recvWait))
+		}
+		return scheduler.Completion{}, scheduler.ErrIdle
+	}
+	r := c.recs[tag]
+	c.recs[tag] = rec{}
+	c.freeRecs = append(c.freeRecs, tag)
+	t := r.task
+	comp := scheduler.Completion{Task: t, Start: scheduler.Time(start), End: scheduler.Time(end)}
+	switch t.Kind {
+	case scheduler.TaskKernel, scheduler.TaskMerge:
+		comp.OutBytes, comp.OutRows = t.EstBytes, t.EstRows
+	case scheduler.TaskSend:
+		delete(c.sendFlows, t.Tag)
+		if r.recv != nil {
+			c.queued = append(c.queued, scheduler.Completion{Task: r.recv, Start: scheduler.Time(max(start, r.recvStart)),
+				End: scheduler.Time(end), OutBytes: t.Bytes, OutRows: t.Rows})
+		}
+	}
+	return comp, nil
+}

@@ -1,0 +1,454 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+
+	"gostachio/costmodel"
+)
+
+// maxFlowLinks is the most links one flow crosses (a cross-node GPUDirect
+// send: sender D2H, NIC out, switch up, switch down, NIC in, receiver H2D).
+const maxFlowLinks = 6
+
+// LinkID names a link of a Net.
+type LinkID int32
+
+// FlowID names a flow slot of a Net; slots are reused after completion.
+type FlowID int32
+
+// link is a shared resource with a capacity in units per ns: bytes/ns for
+// bandwidth links, busy-ns per ns (cores) for compute. A storage link's
+// capacity follows its queue-depth curve: B(q) with q the outstanding
+// requests of its active flows (costmodel.Storage).
+type link struct {
+	capacity float64            // current capacity, units/ns
+	peak     float64            // the most it can reach (bound)
+	storage  *costmodel.Storage // non-nil: capacity = storage.BandwidthAt(qd)
+	qd       int                // outstanding requests of active flows
+	flows    []int32            // active flows (swap-remove via flow.pos)
+
+	// progressive-filling scratch
+	mark     uint32
+	residual float64
+	unfrozen int32
+
+	// statistics
+	busySince int64
+	busy      int64   // ns with at least one active flow
+	work      float64 // units that crossed the link
+}
+
+type flowState uint8
+
+const (
+	flowFree flowState = iota
+	flowLatency
+	flowActive
+)
+
+// flow is one transfer (or compute job) crossing up to maxFlowLinks links.
+type flow struct {
+	links     [maxFlowLinks]int32
+	pos       [maxFlowLinks]int32 // index of this flow in links[i].flows
+	n         uint8
+	state     flowState
+	limit     float64 // own rate cap, units/ns (0: none)
+	size      float64
+	remaining float64
+	rate      float64
+	newRate   float64
+	last      int64 // when remaining was last brought up to date
+	start     int64 // when the flow was started (before latency)
+	gen       uint32
+	qd        int32
+	mark      uint32
+	frozen    bool
+	tag       int32 // caller's payload
+}
+
+// Net is the fluid (flow-level) model of SimGrid: links with capacities,
+// flows crossing sets of links, and max-min fair rates by progressive
+// filling, recomputed only when a flow joins or leaves, and only over the
+// connected component of links and flows it touches. A flow first waits its
+// latency, then joins its links; its completion is predicted from its rate
+// and remaining size and re-predicted whenever its rate changes. Isolated,
+// a flow of s units on a link of capacity c with latency L takes exactly
+// L + s/c (rounded up to whole ns).
+//
+// Net owns the virtual clock and the event queue; it is single-threaded
+// and deterministic: events at one instant fire in scheduling order, and
+// the only randomness is the optional latency jitter drawn from the seed
+// given to SetJitter.
+type Net struct {
+	now   int64
+	q     eventQueue
+	links []link
+	flows []flow
+	free  []int32
+	epoch uint32
+
+	compLinks []int32
+	compFlows []int32
+	stack     []int32
+
+	jitter float64
+	rng    *rand.Rand
+
+	inFlight int
+	// Events counts events processed (stale ones excluded).
+	Events int64
+}
+
+// NewNet returns an empty network at time 0.
+func NewNet() *Net { return &Net{} }
+
+// SetJitter makes every flow latency L become L·(1+u), u uniform in
+// [-frac, frac], drawn from a PCG source seeded with seed. frac 0 disables
+// jitter (the default).
+func (n *Net) SetJitter(frac float64, seed uint64) {
+	n.jitter = frac
+	n.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+}
+
+// Now is the virtual time in ns.
+func (n *Net) Now() int64 { return n.now }
+
+// InFlight is the number of started, uncompleted flows.
+func (n *Net) InFlight() int { return n.inFlight }
+
+// AddLink adds a link of capacity units per ns.
+func (n *Net) AddLink(capacity float64) LinkID {
+	n.links = append(n.links, link{capacity: capacity, peak: capacity})
+	return LinkID(len(n.links) - 1)
+}
+
+// AddStorageLink adds an SSD whose capacity follows s's queue-depth curve
+// (bytes/ns). s must be valid (costmodel.Storage.Validate) and outlive n.
+func (n *Net) AddStorageLink(s *costmodel.Storage) LinkID {
+	n.links = append(n.links, link{storage: s, peak: s.MaxBandwidth() / 1e9})
+	return LinkID(len(n.links) - 1)
+}
+
+// LinkStats reports a link's busy time (ns with at least one flow, up to
+// now), the units that crossed it, and its peak capacity (units/ns).
+func (n *Net) LinkStats(id LinkID) (busy int64, work, peak float64) {
+	l := &n.links[id]
+	busy = l.busy
+	if len(l.flows) > 0 {
+		busy += n.now - l.busySince
+	}
+	return busy, l.work, l.peak
+}
+
+// NumLinks is the number of links.
+func (n *Net) NumLinks() int { return len(n.links) }
+
+// FlowSpec describes a flow to start.
+type FlowSpec struct {
+	Links []LinkID
+	// Size in link units (bytes, or busy-ns for compute links); Latency in
+	// ns before the flow joins its links.
+	Size    float64
+	Latency int64
+	// Limit caps the flow's own rate (units/ns), e.g. the cores one merge
+	// may use; 0: none.
+	Limit float64
+	// QD is the number of requests the flow keeps outstanding on storage
+	// links (costmodel.Storage.TaskRequests).
+	QD int
+	// Tag is returned with the flow's completion.
+	Tag int32
+}
+
+// Start starts a flow now. Its completion is returned by Step. A flow with
+// no links or no size completes after its latency alone. Start panics if
+// spec names more than maxFlowLinks links (programmer error).
+func (n *Net) Start(spec FlowSpec) FlowID {
+	if len(spec.Links) > maxFlowLinks {
+		panic("sim: flow crosses too many links")
+	}
+	var id int32
+	if k := len(n.free); k > 0 {
+		id = n.free[k-1]
+		n.free = n.free[:k-1]
+	} else {
+		n.flows = append(n.flows, flow{})
+		id = int32(len(n.flows) - 1)
+	}
+	f := &n.flows[id]
+	f.n = uint8(len(spec.Links))
+	for i, l := range spec.Links {
+		f.links[i] = int32(l)
+	}
+	f.limit = spec.Limit
+	f.size = spec.Size
+	f.remaining = spec.Size
+	f.rate = 0
+	f.qd = int32(spec.QD)
+	f.tag = spec.Tag
+	f.start = n.now
+	f.state = flowLatency
+	lat := spec.Latency
+	if n.jitter > 0 && lat > 0 {
+		lat = int64(math.Round(float64(lat) * (1 + n.jitter*(2*n.rng.Float64()-1))))
+	}
+	n.inFlight++
+	kind := evActivate
+	if f.n == 0 || f.size <= 0 {
+		kind = evDone
+	}
+	n.q.push(event{t: n.now + lat, kind: kind, id: id, gen: f.gen})
+	return FlowID(id)
+}
+
+// Step advances the clock to the next flow completion and returns the
+// finished flow's tag, its start time and end time (= Now). ok is false
+// when no flow is in flight (or none can progress).
+func (n *Net) Step() (tag int32, start, end int64, ok bool) {
+	return n.stepBefore(math.MaxInt64)
+}
+
+// stepBefore is Step limited to events before limit: it returns ok false,
+// with the clock unchanged past the last event processed, when the next
+// completion would not come before limit.
+func (n *Net) stepBefore(limit int64) (tag int32, start, end int64, ok bool) {
+	for n.q.Len() > 0 {
+		if n.q.peek().t >= limit {
+			break
+		}
+		e := n.q.pop()
+		f := &n.flows[e.id]
+		if e.gen != f.gen {
+			continue // stale prediction
+		}
+		n.now = e.t
+		n.Events++
+		switch e.kind {
+		case evActivate:
+			n.activate(e.id)
+		case evFinish:
+			n.deactivate(e.id)
+			return n.finish(e.id)
+		case evDone:
+			return n.finish(e.id)
+		}
+	}
+	return 0, 0, 0, false
+}
+
+func (n *Net) finish(id int32) (tag int32, start, end int64, ok bool) {
+	f := &n.flows[id]
+	tag, start = f.tag, f.start
+	f.state = flowFree
+	f.gen++
+	n.free = append(n.free, id)
+	n.inFlight--
+	return tag, start, n.now, true
+}
+
+// activate joins flow id to its links and re-shares their component.
+func (n *Net) activate(id int32) {
+	f := &n.flows[id]
+	f.state = flowActive
+	f.last = n.now
+	for i := 0; i < int(f.n); i++ {
+		l := &n.links[f.links[i]]
+		if len(l.flows) == 0 {
+			l.busySince = n.now
+		}
+		f.pos[i] = int32(len(l.flows))
+		l.flows = append(l.flows, id)
+		l.work += f.size
+		if l.storage != nil {
+			l.qd += int(f.qd)
+		}
+	}
+	n.reshare(f.links[:f.n])
+}
+
+// deactivate removes flow id from its links and re-shares what it shared.
+func (n *Net) deactivate(id int32) {
+	f := &n.flows[id]
+	f.remaining = 0
+	for i := 0; i < int(f.n); i++ {
+		lid := f.links[i]
+		l := &n.links[lid]
+		p := f.pos[i]
+		last := l.flows[len(l.flows)-1]
+		l.flows[p] = last
+		l.flows = l.flows[:len(l.flows)-1]
+		if last != id {
+			g := &n.flows[last]
+			for j := 0; j < int(g.n); j++ {
+				if g.links[j] == lid {
+					g.pos[j] = p
+					break
+				}
+			}
+		}
+		if len(l.flows) == 0 {
+			l.busy += n.now - l.busySince
+		}
+		if l.storage != nil {
+			l.qd -= int(f.qd)
+		}
+	}
+	n.reshare(f.links[:f.n])
+}
+
+// reshare recomputes max-min fair rates over the connected component(s) of
+// the given links (links joined by shared flows), brings every affected
+// flow's remaining size up to date, and re-predicts the completion of each
+// flow whose rate changed. No allocation once the scratch slices have grown.
+func (n *Net) reshare(seed []int32) {
+	n.epoch++
+	ep := n.epoch
+	cl, cf, st := n.compLinks[:0], n.compFlows[:0], n.stack[:0]
+	for _, l := range seed {
+		if n.links[l].mark != ep {
+			n.links[l].mark = ep
+			st = append(st, l)
+		}
+	}
+	for len(st) > 0 {
+		lid := st[len(st)-1]
+		st = st[:len(st)-1]
+		cl = append(cl, lid)
+		for _, fid := range n.links[lid].flows {
+			f := &n.flows[fid]
+			if f.mark == ep {
+				continue
+			}
+			f.mark = ep
+			cf = append(cf, fid)
+			for i := 0; i < int(f.n); i++ {
+				if m := f.links[i]; n.links[m].mark != ep {
+					n.links[m].mark = ep
+					st = append(st, m)
+				}
+			}
+		}
+	}
+	n.compLinks, n.compFlows, n.stack = cl, cf, st
+
+	// Capacities and progressive filling.
+	for _, lid := range cl {
+		l := &n.links[lid]
+		if l.storage != nil {
+			l.capacity = l.storage.BandwidthAt(float64(l.qd)) / 1e9
+		}
+		l.residual = l.capacity
+		l.unfrozen = int32(len(l.flows))
+	}
+	for _, fid := range cf {
+		f := &n.flows[fid]
+		f.frozen = false
+		f.newRate = 0
+	}
+	left := len(cf)
+	for left > 0 {
+		share := math.Inf(1)
+		var bl int32 = -1
+		for _, lid := range cl {
+			l := &n.links[lid]
+			if l.unfrozen > 0 {
+				if s := l.residual / float64(l.unfrozen); s < share {
+					share, bl = s, lid
+				}
+			}
+		}
+		var bf int32 = -1
+		for _, fid := range cf {
+			f := &n.flows[fid]
+			if !f.frozen && f.limit > 0 && f.limit < share {
+				share, bf = f.limit, fid
+			}
+		}
+		if share < 0 {
+			share = 0
+		}
+		if bf >= 0 {
+			n.freeze(bf, share)
+			left--
+			continue
+		}
+		if bl < 0 {
+			break // unreachable: every unfrozen flow is on some link
+		}
+		for _, fid := range n.links[bl].flows {
+			if !n.flows[fid].frozen {
+				n.freeze(fid, share)
+				left--
+			}
+		}
+	}
+
+	// Bring remaining sizes up to date and re-predict changed flows.
+	for _, fid := range cf {
+		f := &n.flows[fid]
+		if f.rate > 0 {
+			f.remaining -= f.rate * float64(n.now-f.last)
+			if f.remaining < 0 {
+				f.remaining = 0
+			}
+		}
+		f.last = n.now
+		if f.newRate == f.rate {
+			continue // its pending prediction still holds
+		}
+		f.rate = f.newRate
+		f.gen++
+		if f.rate <= 0 {
+			continue // stalled until a capacity frees up
+		}
+		n.q.push(event{t: n.now + ceilNs(f.remaining/f.rate), kind: evFinish, id: fid, gen: f.gen})
+	}
+}
+
+func (n *Net) freeze(fid int32, r float64) {
+	f := &n.flows[fid]
+	f.frozen = true
+	f.newRate = r
+	for i := 0; i < int(f.n); i++ {
+		l := &n.links[f.links[i]]
+		l.residual -= r
+		if l.residual < 0 {
+			l.residual = 0
+		}
+		l.unfrozen--
+	}
+}
+
+// ceilNs rounds a duration in ns up to a whole ns, treating values within
+// 1e-6 ns of an integer as that integer (so exact quotients such as
+// 1e9 bytes / 0.5 bytes/ns stay exact despite float rounding).
+func ceilNs(d float64) int64 {
+	r := math.Round(d)
+	if math.Abs(d-r) < 1e-6 {
+		return int64(r)
+	}
+	return int64(math.Ceil(d))
+}
+
+// nextTime is the time of the next live event (stale ones are dropped).
+func (n *Net) nextTime() (int64, bool) {
+	for n.q.Len() > 0 {
+		e := n.q.peek()
+		if e.gen == n.flows[e.id].gen {
+			return e.t, true
+		}
+		n.q.pop()
+	}
+	return 0, false
+}
+
+// advance moves the clock to t with no event before it (for drivers that
+// inject starts at given times). It panics if t is in the past or an event
+// is due before t (programmer error).
+func (n *Net) advance(t int64) {
+	if te, ok := n.nextTime(); t < n.now || (ok && te < t) {
+		panic("sim: advance past a pending event or into the past")
+	}
+	n.now = t
+}

@@ -1,0 +1,125 @@
+package sim
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cockroachdb/datadriven"
+
+	"gostachio/costmodel"
+)
+
+// TestFluidScenarios runs the network scenarios in testdata/fluid: each
+// "run" block declares links and flows (with start times) and expects the
+// completions, in completion order, as "name start end" (ns). The expected
+// figures in the files are computed by hand (see the comments there).
+func TestFluidScenarios(t *testing.T) {
+	datadriven.Walk(t, "testdata/fluid", func(t *testing.T, path string) {
+		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
+			if d.Cmd != "run" {
+				t.Fatalf("%s: unknown command %q", d.Pos, d.Cmd)
+			}
+			out, err := runFluidScenario(d.Input)
+			if err != nil {
+				return "error: " + err.Error() + "\n"
+			}
+			return out
+		})
+	})
+}
+
+type scenFlow struct {
+	name string
+	at   int64
+	spec FlowSpec
+}
+
+// runFluidScenario parses and runs one scenario (format in testdata/fluid).
+func runFluidScenario(input string) (string, error) {
+	n := NewNet()
+	links := map[string]LinkID{}
+	var flows []scenFlow
+	for ln, line := range strings.Split(input, "\n") {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || strings.HasPrefix(fields[0], "#") {
+			continue
+		}
+		kv := map[string]string{}
+		for _, f := range fields[2:] {
+			k, v, ok := strings.Cut(f, "=")
+			if !ok {
+				return "", fmt.Errorf("line %d: %q is not key=value", ln+1, f)
+			}
+			kv[k] = v
+		}
+		num := func(k string) float64 {
+			v, _ := strconv.ParseFloat(kv[k], 64)
+			return v
+		}
+		switch fields[0] {
+		case "link":
+			links[fields[1]] = n.AddLink(num("cap"))
+		case "storage":
+			st := &costmodel.Storage{Bandwidth: costmodel.Rate(num("bw"))}
+			if c := kv["curve"]; c != "" {
+				for _, p := range strings.Split(c, ",") {
+					a, b, _ := strings.Cut(p, ":")
+					qd, _ := strconv.ParseFloat(a, 64)
+					fr, _ := strconv.ParseFloat(b, 64)
+					st.Curve = append(st.Curve, costmodel.QDPoint{QD: qd, Frac: fr})
+				}
+			}
+			if err := st.Validate(); err != nil {
+				return "", err
+			}
+			links[fields[1]] = n.AddStorageLink(st)
+		case "flow":
+			sf := scenFlow{name: fields[1], at: int64(num("at"))}
+			if l := kv["links"]; l != "" {
+				for _, name := range strings.Split(l, ",") {
+					id, ok := links[name]
+					if !ok {
+						return "", fmt.Errorf("line %d: unknown link %q", ln+1, name)
+					}
+					sf.spec.Links = append(sf.spec.Links, id)
+				}
+			}
+			sf.spec.Size = num("size")
+			sf.spec.Latency = int64(num("lat"))
+			sf.spec.Limit = num("limit")
+			sf.spec.QD = int(num("qd"))
+			sf.spec.Tag = int32(len(flows))
+			flows = append(flows, sf)
+		default:
+			return "", fmt.Errorf("line %d: unknown directive %q", ln+1, fields[0])
+		}
+	}
+	sort.SliceStable(flows, func(i, j int) bool { return flows[i].at < flows[j].at })
+	var b strings.Builder
+	next := 0
+	for {
+		limit := int64(math.MaxInt64)
+		if next < len(flows) {
+			limit = flows[next].at
+		}
+		tag, start, end, ok := n.stepBefore(limit)
+		if ok {
+			fmt.Fprintf(&b, "%s %d %d\n", flows[tag].name, start, end)
+			continue
+		}
+		if next == len(flows) {
+			break
+		}
+		n.advance(flows[next].at)
+		n.Start(flows[next].spec)
+		next++
+	}
+	if n.InFlight() != 0 {
+		fmt.Fprintf(&b, "stalled: %d\n", n.InFlight())
+	}
+	return b.String(), nil
+}

@@ -1,0 +1,180 @@
+package sim
+
+import (
+	"bytes"
+	"embed"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"gostachio/costmodel"
+)
+
+//go:embed profiles/*.yaml
+var profileFS embed.FS
+
+// Profile is the hardware of one node and how nodes connect: what the
+// simulator instantiates N times to build a Cluster. Profiles are YAML
+// files (sim/profiles/NAME.yaml, embedded; or any path); every number in the
+// shipped files names its source in a comment. Unknown keys are errors that
+// name their line.
+type Profile struct {
+	Name        string   `yaml:"name"`
+	Description string   `yaml:"description"`
+	Node        NodeSpec `yaml:"node"`
+	// NVMe is one SSD (every SSD of a node is alike).
+	NVMe costmodel.Storage `yaml:"nvme"`
+	// PCIe is one GPU's link, per direction.
+	PCIe PCIeSpec `yaml:"pcie"`
+	// NIC is one NIC port, per direction (egress and ingress are separate
+	// links of this bandwidth).
+	NIC costmodel.Transfer `yaml:"nic"`
+	// Switch connects the nodes.
+	Switch SwitchSpec `yaml:"switch"`
+	// Intra is the path of sends between devices of one node.
+	Intra IntraSpec `yaml:"intra_node"`
+	// SyncLatency is what one host round trip (TaskSync) costs.
+	SyncLatency costmodel.Duration `yaml:"sync_latency"`
+	// GPU prices kernels; Host prices merges (and kernels when
+	// Node.KernelsOnHost), per core.
+	GPU  costmodel.Device `yaml:"gpu"`
+	Host costmodel.Device `yaml:"host"`
+}
+
+// NodeSpec is the shape of one node.
+type NodeSpec struct {
+	GPUs int `yaml:"gpus"`
+	SSDs int `yaml:"ssds"`
+	NICs int `yaml:"nics"`
+	// HostCores is the host CPU's capacity for merges (busy-ns per ns).
+	HostCores float64 `yaml:"host_cores"`
+	// MergeThreads is the most cores one merge task uses.
+	MergeThreads float64 `yaml:"merge_threads"`
+	// KernelsOnHost runs "device" kernels on the host CPU (no GPU: the
+	// devbox profile), priced by Host, KernelThreads cores each, sharing the
+	// host's cores with merges.
+	KernelsOnHost bool            `yaml:"kernels_on_host"`
+	KernelThreads float64         `yaml:"kernel_threads"`
+	DeviceMemory  costmodel.Bytes `yaml:"device_memory"`
+	PinnedMemory  costmodel.Bytes `yaml:"pinned_memory"`
+}
+
+// PCIeSpec is one GPU's PCIe link.
+type PCIeSpec struct {
+	H2D     costmodel.Rate     `yaml:"h2d"`
+	D2H     costmodel.Rate     `yaml:"d2h"`
+	Latency costmodel.Duration `yaml:"latency"`
+	// GPUDirectNIC: network sends read from and write to GPU memory
+	// directly, so they also cross the sender's D2H and the receiver's H2D
+	// link (and share them with scan copies).
+	GPUDirectNIC bool `yaml:"gpudirect_nic"`
+}
+
+// SwitchSpec is the network between nodes.
+type SwitchSpec struct {
+	// Oversubscription 1 (or 0) is full bisection: only NIC ports limit.
+	// s > 1 gives every node an uplink and a downlink of (NICs x NIC
+	// bandwidth)/s that all its cross-node traffic shares.
+	Oversubscription float64 `yaml:"oversubscription"`
+}
+
+// IntraSpec is the path between devices of one node.
+type IntraSpec struct {
+	// Path is "nvlink" (a per-device link out and in of Bandwidth) or "nic"
+	// (loopback through the NICs, like a cross-node send).
+	Path      string             `yaml:"path"`
+	Bandwidth costmodel.Rate     `yaml:"bandwidth"`
+	Latency   costmodel.Duration `yaml:"latency"`
+}
+
+// ErrUnknownProfile is returned by LoadProfile for a name that is neither a
+// shipped profile nor a readable file.
+var ErrUnknownProfile = errors.New("sim: unknown profile")
+
+// ProfileNames lists the shipped profiles.
+func ProfileNames() []string {
+	ents, _ := profileFS.ReadDir("profiles")
+	var out []string
+	for _, e := range ents {
+		out = append(out, strings.TrimSuffix(e.Name(), ".yaml"))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// LoadProfile returns a shipped profile by name ("dgx-a100") or, if
+// nameOrPath contains a path separator or ends in .yaml/.yml, the profile
+// in that file.
+func LoadProfile(nameOrPath string) (*Profile, error) {
+	if strings.ContainsRune(nameOrPath, os.PathSeparator) || strings.HasSuffix(nameOrPath, ".yaml") || strings.HasSuffix(nameOrPath, ".yml") {
+		data, err := os.ReadFile(nameOrPath)
+		if err != nil {
+			return nil, fmt.Errorf("sim: profile %s: %w", nameOrPath, err)
+		}
+		return ParseProfile(nameOrPath, data)
+	}
+	data, err := profileFS.ReadFile("profiles/" + nameOrPath + ".yaml")
+	if err != nil {
+		return nil, fmt.Errorf("%w %q (shipped: %s; or give a path to a .yaml file)", ErrUnknownProfile, nameOrPath, strings.Join(ProfileNames(), ", "))
+	}
+	return ParseProfile(nameOrPath+".yaml", data)
+}
+
+// ParseProfile decodes and validates a profile; src names it in errors.
+// Unknown keys are errors naming their line.
+func ParseProfile(src string, data []byte) (*Profile, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var p Profile
+	if err := dec.Decode(&p); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("sim: profile %s: empty", src)
+		}
+		return nil, fmt.Errorf("sim: profile %s: %w", src, err)
+	}
+	if err := p.Validate(); err != nil {
+		return nil, fmt.Errorf("sim: profile %s: %w", src, err)
+	}
+	return &p, nil
+}
+
+// Validate reports a profile the simulator cannot build.
+func (p *Profile) Validate() error {
+	n := &p.Node
+	switch {
+	case p.Name == "":
+		return fmt.Errorf("name is empty")
+	case n.GPUs < 1 || n.SSDs < 1 || n.NICs < 1:
+		return fmt.Errorf("node needs at least one gpu, ssd and nic (gpus %d, ssds %d, nics %d)", n.GPUs, n.SSDs, n.NICs)
+	case n.HostCores <= 0:
+		return fmt.Errorf("node.host_cores must be positive")
+	case n.MergeThreads < 0 || n.KernelThreads < 0:
+		return fmt.Errorf("node.merge_threads and node.kernel_threads must not be negative")
+	case n.DeviceMemory <= 0 || n.PinnedMemory <= 0:
+		return fmt.Errorf("node.device_memory and node.pinned_memory must be positive")
+	case p.PCIe.H2D <= 0 || p.PCIe.D2H <= 0:
+		return fmt.Errorf("pcie.h2d and pcie.d2h must be positive")
+	case p.NIC.Bandwidth <= 0:
+		return fmt.Errorf("nic.bandwidth must be positive")
+	case p.Switch.Oversubscription < 0:
+		return fmt.Errorf("switch.oversubscription must not be negative")
+	}
+	switch p.Intra.Path {
+	case "nic":
+	case "nvlink":
+		if p.Intra.Bandwidth <= 0 {
+			return fmt.Errorf("intra_node.bandwidth must be positive for path nvlink")
+		}
+	default:
+		return fmt.Errorf("intra_node.path %q: want nvlink or nic", p.Intra.Path)
+	}
+	if err := p.NVMe.Validate(); err != nil {
+		return fmt.Errorf("nvme: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+package sim
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"gostachio/plan"
+	"gostachio/scheduler"
+)
+
+// DefaultChunkRows is the stored chunk size of scale-factor-only workloads:
+// the dataset writer's default (dataset.DefaultChunkRows, 1 Mi rows).
+const DefaultChunkRows = 1 << 20
+
+// SimOptions are the inputs of `gostachio sim`.
+type SimOptions struct {
+	// Profile is a shipped profile name (ProfileNames) or a .yaml path.
+	Profile string
+	// Nodes is the cluster size (default 1).
+	Nodes int
+	// SF is the TPC-H scale factor; tables are sized from it alone
+	// (plan.TPCHStats) in chunks of ChunkRows rows (0: DefaultChunkRows).
+	SF        float64
+	ChunkRows int
+	// Query is a TPC-H query name (plan.TPCHQueries).
+	Query string
+	// Policy and Set select the scheduling policy and its knob overrides
+	// ("chunk=8MiB,depth=4").
+	Policy string
+	Set    string
+	// Trace, if set, is a path to write a Chrome/Perfetto JSON trace to.
+	Trace string
+	// JSON prints the Report as one JSON document instead of text.
+	JSON bool
+	// Jitter (fraction) varies every latency uniformly by ±Jitter, drawn
+	// from Seed; 0 is deterministic without randomness.
+	Jitter float64
+	Seed   uint64
+}
+
+// Simulate runs plan p under pol on nodes nodes of prof and reports. sink,
+// if non-nil, receives every completed task's event.
+func Simulate(ctx context.Context, p *plan.Plan, prof *Profile, nodes int, pol scheduler.Policy, sink scheduler.TraceSink, jitter float64, seed uint64) (*Report, error) {
+	c, err := NewCluster(prof, nodes)
+	if err != nil {
+		return nil, err
+	}
+	if jitter > 0 {
+		c.SetJitter(jitter, seed)
+	}
+	res, err := scheduler.Run(ctx, p, pol, c, sink)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %s on %d x %s under %s: %w", p.Name, nodes, prof.Name, pol.Name(), err)
+	}
+	return c.report(p.Name, pol.Name(), res), nil
+}
+
+func (c *Cluster) report(query, policy string, res scheduler.Result) *Report {
+	ms := int64(res.Makespan)
+	r := &Report{Profile: c.prof.Name, Nodes: c.nodes, Query: query, Policy: policy, MakespanNs: ms,
+		Tasks: res.Tasks, Events: c.net.Events, ResultRows: res.ResultRows,
+		PeakPinned: res.PeakPinned, PeakDevice: res.PeakDevice, TasksByKind: map[string]int64{}}
+	b, at := c.Bound()
+	r.BoundNs = int64(b)
+	r.BoundBy = fmt.Sprintf("%s[%d.%d]", at.Kind, at.Node, at.Index)
+	if ms > 0 {
+		r.Efficiency = b / float64(ms)
+	}
+	r.Resources = c.Resources(ms)
+	for k := 1; k < scheduler.NumTaskKinds; k++ {
+		if n := res.ByKind[k]; n > 0 {
+			r.TasksByKind[scheduler.TaskKind(k).String()] = n
+		}
+	}
+	return r
+}
+
+// RunSim is `gostachio sim`: it sizes TPC-H opts.Query at opts.SF, runs it
+// under opts.Policy on opts.Nodes nodes of opts.Profile, writes the report
+// (text or JSON) to stdout and, with opts.Trace, a Chrome trace file.
+func RunSim(ctx context.Context, opts SimOptions, stdout io.Writer) error {
+	rep, err := runSim(ctx, opts)
+	if err != nil {
+		return err
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(rep); err != nil {
+			return fmt.Errorf("sim: write report: %w", err)
+		}
+		return nil
+	}
+	return rep.WriteText(stdout)
+}
+
+func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
+	if opts.Nodes == 0 {
+		opts.Nodes = 1
+	}
+	if opts.ChunkRows == 0 {
+		opts.ChunkRows = DefaultChunkRows
+	}
+	if opts.Policy == "" {
+		opts.Policy = "overlap"
+	}
+	prof, err := LoadProfile(opts.Profile)
+	if err != nil {
+		return nil, err
+	}
+	tables, err := plan.TPCHStats(opts.SF, opts.ChunkRows)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	p, err := plan.TPCHQuery(opts.Query, opts.SF, tables)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	pol, err := scheduler.NewPolicy(opts.Policy, opts.Set)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	var tw *ChromeTrace
+	var sink scheduler.TraceSink
+	if opts.Trace != "" {
+		tw = &ChromeTrace{}
+		sink = tw
+	}
+	rep, err := Simulate(ctx, p, prof, opts.Nodes, pol, sink, opts.Jitter, opts.Seed)
+	if err != nil {
+		return nil, err
+	}
+	rep.SF = opts.SF
+	if tw != nil {
+		f, err := os.Create(opts.Trace)
+		if err != nil {
+			return nil, fmt.Errorf("sim: trace: %w", err)
+		}
+		bw := bufio.NewWriterSize(f, 1<<20)
+		werr := tw.WriteTo(bw, rep.Profile+" "+rep.Query+" "+rep.Policy)
+		if werr == nil {
+			werr = bw.Flush()
+		}
+		if cerr := f.Close(); werr == nil {
+			werr = cerr
+		}
+		if werr != nil {
+			return nil, fmt.Errorf("sim: trace %s: %w", opts.Trace, werr)
+		}
+	}
+	return rep, nil
+}
