@@ -78,7 +78,10 @@ var ErrUnmatched = errors.New("sim: receives wait for sends that were never star
 //	         D2H of the sender's device and H2D of the receiver's; same
 //	         node with intra path nvlink: NVLinkOut[dev] + NVLinkIn[peer dev];
 //	         same device: no link; latency nic.latency / intra.latency
-//	recv     no work: completes with the send of the same Tag
+//	recv     no work: completes with the send of the same Tag, whether
+//	         the send is already in flight or starts later; a receive
+//	         started after its send completed waits forever, and Next
+//	         reports ErrUnmatched once nothing else is in flight
 //
 // Completions report Task.EstBytes / Task.EstRows as the output (the
 // simulator has no data), and PartBytes nil (even exchange split).

@@ -22,16 +22,17 @@ type FlowID int32
 // capacity follows its queue-depth curve: B(q) with q the outstanding
 // requests of its active flows (costmodel.Storage).
 type link struct {
-	capacity float64            // current capacity, units/ns
-	peak     float64            // the most it can reach (bound)
-	storage  *costmodel.Storage // non-nil: capacity = storage.BandwidthAt(qd)
-	qd       int                // outstanding requests of active flows
-	flows    []int32            // active flows (swap-remove via flow.pos)
-
-	// progressive-filling scratch
+	// hot in re-sharing: keep within the first cache line
+	flows    []int32 // active flows (swap-remove via flow.pos)
 	mark     uint32
-	residual float64
 	unfrozen int32
+	residual float64
+	capacity float64 // current capacity, units/ns
+	dirty    bool
+
+	peak    float64            // the most it can reach (bound)
+	storage *costmodel.Storage // non-nil: capacity = storage.BandwidthAt(qd)
+	qd      int                // outstanding requests of active flows
 
 	// statistics
 	busySince int64
@@ -49,22 +50,25 @@ const (
 
 // flow is one transfer (or compute job) crossing up to maxFlowLinks links.
 type flow struct {
+	// hot in re-sharing: keep within the first cache line
 	links     [maxFlowLinks]int32
-	pos       [maxFlowLinks]int32 // index of this flow in links[i].flows
-	n         uint8
-	state     flowState
-	limit     float64 // own rate cap, units/ns (0: none)
-	size      float64
-	remaining float64
-	rate      float64
-	newRate   float64
-	last      int64 // when remaining was last brought up to date
-	start     int64 // when the flow was started (before latency)
-	gen       uint32
-	qd        int32
 	mark      uint32
+	n         uint8
 	frozen    bool
-	tag       int32 // caller's payload
+	state     flowState
+	newRate   float64
+	rate      float64
+	remaining float64
+	last      int64 // when remaining was last brought up to date
+
+	pred  int64   // predicted end at the current rate (solve scratch)
+	limit float64 // own rate cap, units/ns (0: none)
+	gen   uint32
+	qd    int32
+	pos   [maxFlowLinks]int32 // index of this flow in links[i].flows
+	size  float64
+	start int64 // when the flow was started (before latency)
+	tag   int32 // caller's payload
 }
 
 // Net is the fluid (flow-level) model of SimGrid: links with capacities,
@@ -88,6 +92,8 @@ type Net struct {
 	free  []int32
 	epoch uint32
 
+	dirty     []int32
+	capped    []int32
 	compLinks []int32
 	compFlows []int32
 	stack     []int32
@@ -106,8 +112,9 @@ func NewNet() *Net { return &Net{} }
 // SetJitter makes every flow latency L become L·(1+u), u uniform in
 // [-frac, frac], drawn from a PCG source seeded with seed. frac 0 disables
 // jitter (the default).
+// frac is clamped to [0, 0.99] so that latencies stay positive.
 func (n *Net) SetJitter(frac float64, seed uint64) {
-	n.jitter = frac
+	n.jitter = min(max(frac, 0), 0.99)
 	n.rng = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 }
 
@@ -213,8 +220,13 @@ func (n *Net) Step() (tag int32, start, end int64, ok bool) {
 // with the clock unchanged past the last event processed, when the next
 // completion would not come before limit.
 func (n *Net) stepBefore(limit int64) (tag int32, start, end int64, ok bool) {
-	for n.q.Len() > 0 {
-		if n.q.peek().t >= limit {
+	for {
+		// Rates change only when the clock is about to move: every join
+		// and leave of this instant is re-shared at once.
+		if len(n.dirty) > 0 && (n.q.Len() == 0 || n.q.peek().t > n.now) {
+			n.flush()
+		}
+		if n.q.Len() == 0 || n.q.peek().t >= limit {
 			break
 		}
 		e := n.q.pop()
@@ -264,7 +276,26 @@ func (n *Net) activate(id int32) {
 			l.qd += int(f.qd)
 		}
 	}
-	n.reshare(f.links[:f.n])
+	n.markDirty(f.links[:f.n])
+}
+
+// markDirty queues links for re-sharing before the clock next moves.
+func (n *Net) markDirty(ls []int32) {
+	for _, l := range ls {
+		if !n.links[l].dirty {
+			n.links[l].dirty = true
+			n.dirty = append(n.dirty, l)
+		}
+	}
+}
+
+// flush re-shares the components of every dirty link.
+func (n *Net) flush() {
+	for _, l := range n.dirty {
+		n.links[l].dirty = false
+	}
+	n.reshare(n.dirty)
+	n.dirty = n.dirty[:0]
 }
 
 // deactivate removes flow id from its links and re-shares what it shared.
@@ -294,45 +325,58 @@ func (n *Net) deactivate(id int32) {
 			l.qd -= int(f.qd)
 		}
 	}
-	n.reshare(f.links[:f.n])
+	n.markDirty(f.links[:f.n])
 }
 
-// reshare recomputes max-min fair rates over the connected component(s) of
-// the given links (links joined by shared flows), brings every affected
-// flow's remaining size up to date, and re-predicts the completion of each
-// flow whose rate changed. No allocation once the scratch slices have grown.
+// reshare recomputes max-min fair rates over the connected components of
+// the given links (links joined by shared flows; seed must not alias the
+// scratch slices), brings every affected flow's remaining size up to date,
+// and schedules one event per component: the completion of its earliest
+// flow. Invariant: every component with active flows has exactly one live
+// finish event, for the flow that finishes first at current rates (the
+// others' predictions are implied and recomputed when the component is next
+// re-shared, which happens at the latest when that flow leaves). This keeps
+// the heap at O(components) entries instead of O(flows). No allocation once
+// the scratch slices have grown.
 func (n *Net) reshare(seed []int32) {
 	n.epoch++
 	ep := n.epoch
-	cl, cf, st := n.compLinks[:0], n.compFlows[:0], n.stack[:0]
-	for _, l := range seed {
-		if n.links[l].mark != ep {
-			n.links[l].mark = ep
-			st = append(st, l)
+	for _, s := range seed {
+		if n.links[s].mark == ep {
+			continue // already in a component solved this round
 		}
-	}
-	for len(st) > 0 {
-		lid := st[len(st)-1]
-		st = st[:len(st)-1]
-		cl = append(cl, lid)
-		for _, fid := range n.links[lid].flows {
-			f := &n.flows[fid]
-			if f.mark == ep {
-				continue
-			}
-			f.mark = ep
-			cf = append(cf, fid)
-			for i := 0; i < int(f.n); i++ {
-				if m := f.links[i]; n.links[m].mark != ep {
-					n.links[m].mark = ep
-					st = append(st, m)
+		n.links[s].mark = ep
+		cl, cf, st := n.compLinks[:0], n.compFlows[:0], n.stack[:0]
+		st = append(st, s)
+		for len(st) > 0 {
+			lid := st[len(st)-1]
+			st = st[:len(st)-1]
+			cl = append(cl, lid)
+			for _, fid := range n.links[lid].flows {
+				f := &n.flows[fid]
+				if f.mark == ep {
+					continue
+				}
+				f.mark = ep
+				cf = append(cf, fid)
+				for i := 0; i < int(f.n); i++ {
+					if m := f.links[i]; n.links[m].mark != ep {
+						n.links[m].mark = ep
+						st = append(st, m)
+					}
 				}
 			}
 		}
+		n.compLinks, n.compFlows, n.stack = cl, cf, st
+		if len(cf) > 0 {
+			n.solve(cl, cf)
+		}
 	}
-	n.compLinks, n.compFlows, n.stack = cl, cf, st
+}
 
-	// Capacities and progressive filling.
+// solve runs progressive filling on one component and schedules its
+// earliest completion.
+func (n *Net) solve(cl, cf []int32) {
 	for _, lid := range cl {
 		l := &n.links[lid]
 		if l.storage != nil {
@@ -341,13 +385,20 @@ func (n *Net) reshare(seed []int32) {
 		l.residual = l.capacity
 		l.unfrozen = int32(len(l.flows))
 	}
+	capped := n.capped[:0]
 	for _, fid := range cf {
 		f := &n.flows[fid]
 		f.frozen = false
 		f.newRate = 0
+		if f.limit > 0 {
+			capped = append(capped, fid)
+		}
 	}
+	n.capped = capped
 	left := len(cf)
 	for left > 0 {
+		// The bottleneck: the link with the smallest fair share of its
+		// residual capacity, or a flow whose own limit is smaller still.
 		share := math.Inf(1)
 		var bl int32 = -1
 		for _, lid := range cl {
@@ -359,9 +410,9 @@ func (n *Net) reshare(seed []int32) {
 			}
 		}
 		var bf int32 = -1
-		for _, fid := range cf {
+		for _, fid := range capped {
 			f := &n.flows[fid]
-			if !f.frozen && f.limit > 0 && f.limit < share {
+			if !f.frozen && f.limit < share {
 				share, bf = f.limit, fid
 			}
 		}
@@ -376,15 +427,29 @@ func (n *Net) reshare(seed []int32) {
 		if bl < 0 {
 			break // unreachable: every unfrozen flow is on some link
 		}
-		for _, fid := range n.links[bl].flows {
-			if !n.flows[fid].frozen {
-				n.freeze(fid, share)
-				left--
+		// Freeze the flows of every link whose fair share ties the
+		// minimum (symmetric exchanges tie on many links). Freezing flows
+		// at the minimum keeps a tied link's share at the minimum and only
+		// raises the others', so one pass over the links finds them all.
+		tie := share * (1 + 1e-12)
+		for _, lid := range cl {
+			l := &n.links[lid]
+			if l.unfrozen == 0 || l.residual > tie*float64(l.unfrozen) {
+				continue
+			}
+			for _, fid := range l.flows {
+				if !n.flows[fid].frozen {
+					n.freeze(fid, share)
+					left--
+				}
 			}
 		}
 	}
 
-	// Bring remaining sizes up to date and re-predict changed flows.
+	// Bring remaining sizes up to date; find the earliest completion.
+	best := int64(math.MaxInt64)
+	var bestID int32 = -1
+	_ = bestID
 	for _, fid := range cf {
 		f := &n.flows[fid]
 		if f.rate > 0 {
@@ -394,15 +459,26 @@ func (n *Net) reshare(seed []int32) {
 			}
 		}
 		f.last = n.now
-		if f.newRate == f.rate {
-			continue // its pending prediction still holds
-		}
 		f.rate = f.newRate
-		f.gen++
+		f.gen++ // any earlier prediction is void
 		if f.rate <= 0 {
-			continue // stalled until a capacity frees up
+			continue // stalled until capacity frees up
 		}
-		n.q.push(event{t: n.now + ceilNs(f.remaining/f.rate), kind: evFinish, id: fid, gen: f.gen})
+		f.pred = n.now + ceilNs(f.remaining/f.rate)
+		if f.pred < best {
+			best, bestID = f.pred, fid
+		}
+	}
+	if bestID < 0 {
+		return
+	}
+	// Every flow finishing at that same instant gets its event, so that
+	// simultaneous completions are re-shared once (flush), not one by one.
+	for _, fid := range cf {
+		f := &n.flows[fid]
+		if f.rate > 0 && f.pred == best {
+			n.q.push(event{t: best, kind: evFinish, id: fid, gen: f.gen})
+		}
 	}
 }
 
@@ -424,15 +500,18 @@ func (n *Net) freeze(fid int32, r float64) {
 // 1e-6 ns of an integer as that integer (so exact quotients such as
 // 1e9 bytes / 0.5 bytes/ns stay exact despite float rounding).
 func ceilNs(d float64) int64 {
-	r := math.Round(d)
-	if math.Abs(d-r) < 1e-6 {
-		return int64(r)
+	fl := math.Floor(d)
+	if d-fl <= 1e-6 {
+		return int64(fl)
 	}
-	return int64(math.Ceil(d))
+	return int64(fl) + 1 // also rounds d within 1e-6 below an integer up to it
 }
 
 // nextTime is the time of the next live event (stale ones are dropped).
 func (n *Net) nextTime() (int64, bool) {
+	if len(n.dirty) > 0 {
+		n.flush()
+	}
 	for n.q.Len() > 0 {
 		e := n.q.peek()
 		if e.gen == n.flows[e.id].gen {

@@ -135,6 +135,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		capS, workS, achS := fmtBytes(x.Capacity)+"/s", fmtBytes(x.Work), fmtBytes(x.Achieved)+"/s"
 		if x.Unit == "ns" {
 			capS = fmt.Sprintf("%g cores", x.Capacity/1e9)
+			if x.Kind == LinkGPU.String() {
+				capS = "1 device"
+			}
 			workS = time.Duration(int64(x.Work)).Round(time.Microsecond).String()
 			achS = fmt.Sprintf("%.2f cores", x.Achieved/1e9)
 		}

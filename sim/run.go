@@ -108,6 +108,12 @@ func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 	if opts.Policy == "" {
 		opts.Policy = "overlap"
 	}
+	if opts.Nodes < 1 {
+		return nil, fmt.Errorf("sim: --nodes %d must be at least 1", opts.Nodes)
+	}
+	if opts.Jitter < 0 || opts.Jitter >= 1 {
+		return nil, fmt.Errorf("sim: jitter %v must be in [0, 1)", opts.Jitter)
+	}
 	prof, err := LoadProfile(opts.Profile)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,123 @@
+package costmodel
+
+import (
+	"math"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"gostachio/plan"
+)
+
+func TestParseRate(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want float64
+		bad  bool
+	}{
+		{in: "6.4GiB/s", want: 6.4 * (1 << 30)},
+		{in: "25GB/s", want: 25e9},
+		{in: "200Gb/s", want: 25e9}, // bits
+		{in: "40G/s", want: 40e9},
+		{in: "1.5e9", want: 1.5e9},
+		{in: "1MiB", want: 1 << 20},
+		{in: "12kb/s", want: 1500},
+		{in: "fast", bad: true},
+		{in: "-1GB/s", bad: true},
+	} {
+		got, err := ParseRate(tc.in)
+		if tc.bad {
+			if err == nil {
+				t.Errorf("ParseRate(%q) = %v, want error", tc.in, got)
+			}
+			continue
+		}
+		if err != nil || math.Abs(float64(got)-tc.want) > 1e-6*tc.want {
+			t.Errorf("ParseRate(%q) = %v, %v; want %v", tc.in, float64(got), err, tc.want)
+		}
+	}
+}
+
+func TestOpCostAndDeviceWork(t *testing.T) {
+	// fixed 10us + 2e9 bytes at 1e12 B/s (2 ms) + 1e6 rows at 1e9 rows/s (1 ms).
+	c := OpCost{Fixed: 10_000, ByteRate: 1e12, RowRate: 1e9}
+	if got, want := c.Ns(2e9, 1e6), 10_000.0+2e6+1e6; got != want {
+		t.Fatalf("OpCost.Ns = %v, want %v", got, want)
+	}
+	var d Device
+	d.Launch = 5_000
+	d.Ops[plan.OpScan] = OpCost{ByteRate: 1e12}               // 1 ns per 1000 B
+	d.Ops[plan.OpFilter] = OpCost{Fixed: 1_000, RowRate: 1e9} // 1 ns per row
+	d.Ops[plan.OpAggPartial] = OpCost{ByteRate: 1e11}         // 1 ns per 100 B
+	ops := []plan.Op{
+		{Kind: plan.OpScan, Selectivity: 1, OutWidth: 20},
+		{Kind: plan.OpFilter, Selectivity: 0.5, OutWidth: 10},
+		{Kind: plan.OpAggPartial, Selectivity: 0.001, OutWidth: 8},
+	}
+	// scan: 2e9 B -> 2e6 ns; filter: 1e8 rows in (scan keeps rows) ->
+	// 1000 + 1e8 ns; agg: input 5e7 rows x 10 B = 5e8 B -> 5e6 ns.
+	want := 2e6 + 1000 + 1e8 + 5e6
+	if got := d.Work(ops, plan.OpAggPartial, 2e9, 1e8); math.Abs(got-want) > 1e-6 {
+		t.Fatalf("Device.Work = %v, want %v", got, want)
+	}
+	// No ops: the kind alone prices the input.
+	if got := d.Work(nil, plan.OpFilter, 0, 4e6); got != 1000+4e6 {
+		t.Fatalf("Device.Work(kind only) = %v, want %v", got, 1000+4e6)
+	}
+}
+
+func TestStorageCurve(t *testing.T) {
+	s := Storage{Bandwidth: 1e9, Request: 1 << 20, TaskQD: 8,
+		Curve: []QDPoint{{QD: 2, Frac: 0.5}, {QD: 4, Frac: 0.9}, {QD: 8, Frac: 1}}}
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ q, want float64 }{
+		{1, 0.25}, {2, 0.5}, {3, 0.7}, {4, 0.9}, {6, 0.95}, {8, 1}, {64, 1}, {0, 0},
+	} {
+		if got := s.Frac(tc.q); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("Frac(%v) = %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		b    int64
+		want int
+	}{{1, 1}, {1 << 20, 1}, {1<<20 + 1, 2}, {5 << 20, 5}, {64 << 20, 8}} {
+		if got := s.TaskRequests(tc.b); got != tc.want {
+			t.Errorf("TaskRequests(%d) = %d, want %d", tc.b, got, tc.want)
+		}
+	}
+	if got := s.MaxBandwidth(); got != 1e9 {
+		t.Errorf("MaxBandwidth = %v", got)
+	}
+	if (Transfer{Bandwidth: 2e9, Latency: 1000}).Ns(1e9) != 1000+5e8 {
+		t.Error("Transfer.Ns")
+	}
+	bad := Storage{Bandwidth: 1, Curve: []QDPoint{{QD: 2, Frac: 0.5}, {QD: 2, Frac: 0.6}}}
+	if bad.Validate() == nil {
+		t.Error("non-increasing qd_curve accepted")
+	}
+}
+
+func TestDeviceYAML(t *testing.T) {
+	var d Device
+	src := "launch: 5us\nops:\n  scan: {fixed: 10us, bytes: 1TB/s}\n  filter: {rows: 2G/s}\n"
+	if err := yaml.Unmarshal([]byte(src), &d); err != nil {
+		t.Fatal(err)
+	}
+	if d.Launch != 5000 || d.Ops[plan.OpScan] != (OpCost{Fixed: 10000, ByteRate: 1e12}) || d.Ops[plan.OpFilter].RowRate != 2e9 {
+		t.Fatalf("decoded %+v", d)
+	}
+	for _, tc := range []struct{ src, want string }{
+		{"launch: 5us\nops:\n  scna: {bytes: 1TB/s}\n", "line 3"},
+		{"launch: 5us\nops:\n  scan: {bytez: 1TB/s}\n", "line 3"},
+		{"launch: 5us\nlunch: 1us\n", "line 2"},
+		{"launch: soon\n", "line 1"},
+	} {
+		err := yaml.Unmarshal([]byte(tc.src), &d)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%q: error %v, want one naming %s", tc.src, err, tc.want)
+		}
+	}
+}

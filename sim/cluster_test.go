@@ -1,0 +1,271 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"gostachio/plan"
+	"gostachio/scheduler"
+)
+
+func tinyCluster(t *testing.T, nodes int) *Cluster {
+	t.Helper()
+	p, err := LoadProfile("testdata/profiles/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := NewCluster(p, nodes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// drain returns every completion until the cluster is idle.
+func drain(t *testing.T, c *Cluster) []scheduler.Completion {
+	t.Helper()
+	var out []scheduler.Completion
+	for {
+		comp, err := c.Next(context.Background())
+		if errors.Is(err, scheduler.ErrIdle) {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, comp)
+	}
+}
+
+// TestClusterTaskTimes: one task alone on the tiny profile takes the time
+// computed by hand from the profile's numbers (comments give the formula).
+func TestClusterTaskTimes(t *testing.T) {
+	scan := []plan.Op{{Kind: plan.OpScan, Selectivity: 1, OutWidth: 8}}
+	agg := []plan.Op{{Kind: plan.OpAggFinal, Selectivity: 0.001, OutWidth: 8}}
+	for _, tc := range []struct {
+		name  string
+		nodes int
+		task  scheduler.Task
+		want  int64
+	}{
+		// 4 MiB = 4 requests of 1 MiB: q=4, full 1 B/ns: 100us + 4194304 ns.
+		{"read qd4", 1, scheduler.Task{Kind: scheduler.TaskRead, Res: scheduler.Resource{Kind: scheduler.ResNVMe, Index: 1}, Device: 1, Bytes: 4 << 20}, 100_000 + 4194304},
+		// 1 MiB = 1 request: f(1) = 0.5 B/ns: 100us + 2097152 ns.
+		{"read qd1", 1, scheduler.Task{Kind: scheduler.TaskRead, Res: scheduler.Resource{Kind: scheduler.ResNVMe}, Bytes: 1 << 20}, 100_000 + 2097152},
+		// 2e6 B at 2 B/ns + 10us.
+		{"h2d", 1, scheduler.Task{Kind: scheduler.TaskH2D, Res: scheduler.Resource{Kind: scheduler.ResH2D, Index: 1}, Device: 1, Bytes: 2e6}, 10_000 + 1_000_000},
+		{"d2h", 1, scheduler.Task{Kind: scheduler.TaskD2H, Res: scheduler.Resource{Kind: scheduler.ResD2H}, Bytes: 2e6}, 10_000 + 1_000_000},
+		// launch 5us + fixed 10us + 1e9 B at 1 TB/s (1 ms).
+		{"kernel", 1, scheduler.Task{Kind: scheduler.TaskKernel, Res: scheduler.Resource{Kind: scheduler.ResGPU}, Ops: scan, OpKind: plan.OpScan, Bytes: 1e9, Rows: 1.25e8, EstBytes: 77, EstRows: 7}, 5_000 + 10_000 + 1_000_000},
+		// launch 2us + 1e6 rows at 1 G rows/s on one core (merge_threads 1 of 4).
+		{"merge", 1, scheduler.Task{Kind: scheduler.TaskMerge, Res: scheduler.Resource{Kind: scheduler.ResHost}, Device: -1, Ops: agg, OpKind: plan.OpAggFinal, Rows: 1e6, EstRows: 1000}, 2_000 + 1_000_000},
+		{"sync", 1, scheduler.Task{Kind: scheduler.TaskSync, Res: scheduler.Resource{Kind: scheduler.ResHost}}, 20_000},
+		// same node, NVLink 4 B/ns + 1us.
+		{"send nvlink", 1, scheduler.Task{Kind: scheduler.TaskSend, Res: scheduler.Resource{Kind: scheduler.ResNICOut}, Peer: scheduler.Resource{Kind: scheduler.ResNICIn}, PeerDevice: 1, Bytes: 4e6, Tag: 1}, 1_000 + 1_000_000},
+		// other node, NIC 1 B/ns + 5us.
+		{"send nic", 2, scheduler.Task{Kind: scheduler.TaskSend, Res: scheduler.Resource{Kind: scheduler.ResNICOut}, Peer: scheduler.Resource{Kind: scheduler.ResNICIn, Node: 1}, PeerDevice: 0, Bytes: 1e6, Tag: 2}, 5_000 + 1_000_000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := tinyCluster(t, tc.nodes)
+			task := tc.task
+			if err := c.Start(&task); err != nil {
+				t.Fatal(err)
+			}
+			got := drain(t, c)
+			if len(got) != 1 || got[0].Task != &task {
+				t.Fatalf("completions %+v", got)
+			}
+			if got[0].Start != 0 || int64(got[0].End) != tc.want {
+				t.Fatalf("ran [%d, %d], want [0, %d]", got[0].Start, got[0].End, tc.want)
+			}
+			if got[0].OutBytes != task.EstBytes || got[0].OutRows != task.EstRows {
+				t.Fatalf("output %d B %d rows, want the estimates %d, %d", got[0].OutBytes, got[0].OutRows, task.EstBytes, task.EstRows)
+			}
+		})
+	}
+}
+
+// TestClusterRecvPairsWithSend: a receive completes when its send's data
+// has landed, whichever was started first.
+func TestClusterRecvPairsWithSend(t *testing.T) {
+	c := tinyCluster(t, 2)
+	recv := scheduler.Task{ID: 9, Kind: scheduler.TaskRecv, Node: 1, Device: 0, Tag: 42}
+	send := scheduler.Task{ID: 3, Kind: scheduler.TaskSend, Res: scheduler.Resource{Kind: scheduler.ResNICOut}, Peer: scheduler.Resource{Kind: scheduler.ResNICIn, Node: 1}, Bytes: 1e6, Tag: 42}
+	if err := c.Start(&recv); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Start(&send); err != nil {
+		t.Fatal(err)
+	}
+	got := drain(t, c)
+	if len(got) != 2 || got[0].Task != &send || got[1].Task != &recv {
+		t.Fatalf("completions %+v", got)
+	}
+	if got[0].End != 1_005_000 || got[1].End != 1_005_000 || got[1].OutBytes != 1e6 {
+		t.Fatalf("send ends %d, recv ends %d with %d B; want both 1005000, 1e6 B", got[0].End, got[1].End, got[1].OutBytes)
+	}
+	// A receive whose send never starts is reported, not silently idle.
+	lone := scheduler.Task{Kind: scheduler.TaskRecv, Tag: 7}
+	if err := c.Start(&lone); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Next(context.Background()); !errors.Is(err, ErrUnmatched) {
+		t.Fatalf("Next with a lone recv: %v, want ErrUnmatched", err)
+	}
+}
+
+// TestClusterBound: on a hand-built load the bound is max(work/capacity)
+// computed by hand, and the makespan follows from fair sharing.
+func TestClusterBound(t *testing.T) {
+	c := tinyCluster(t, 1)
+	var tasks []scheduler.Task
+	for i := 0; i < 3; i++ { // SSD 0: 3 x 4 MiB
+		tasks = append(tasks, scheduler.Task{Kind: scheduler.TaskRead, Res: scheduler.Resource{Kind: scheduler.ResNVMe}, Bytes: 4 << 20})
+	}
+	tasks = append(tasks,
+		scheduler.Task{Kind: scheduler.TaskRead, Res: scheduler.Resource{Kind: scheduler.ResNVMe, Index: 1}, Bytes: 4 << 20},
+		scheduler.Task{Kind: scheduler.TaskH2D, Res: scheduler.Resource{Kind: scheduler.ResH2D}, Bytes: 16e6})
+	for i := range tasks {
+		if err := c.Start(&tasks[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	comps := drain(t, c)
+	var makespan int64
+	for _, x := range comps {
+		makespan = max(makespan, int64(x.End))
+	}
+	// SSD 0: 12 MiB / 1 B/ns = 12582912 ns; SSD 1: 4194304; H2D: 16e6/2 = 8e6.
+	b, at := c.Bound()
+	if b != 12582912 || at != (LinkInfo{Kind: LinkNVMe, Node: 0, Index: 0}) {
+		t.Fatalf("bound %v at %+v, want 12582912 at nvme[0.0]", b, at)
+	}
+	// SSD 0's three reads share q=12 (f=1) and end together: 100us + 12582912.
+	if makespan != 100_000+12582912 {
+		t.Fatalf("makespan %d, want %d", makespan, 100_000+12582912)
+	}
+	var nvme ResourceReport
+	for _, r := range c.Resources(makespan) {
+		if r.Kind == "nvme" {
+			nvme = r
+		}
+	}
+	if nvme.Count != 2 || nvme.Work != 16<<20 || nvme.BoundNs != 12582912 {
+		t.Fatalf("nvme report %+v", nvme)
+	}
+}
+
+func TestClusterRejectsBadTasks(t *testing.T) {
+	c := tinyCluster(t, 1)
+	for _, task := range []scheduler.Task{
+		{Kind: scheduler.TaskRead, Res: scheduler.Resource{Kind: scheduler.ResNVMe, Index: 5}, Bytes: 1},
+		{Kind: scheduler.TaskH2D, Device: 2, Bytes: 1},
+		{Kind: scheduler.TaskSend, Peer: scheduler.Resource{Node: 3}, Bytes: 1},
+		{Kind: scheduler.TaskInvalid},
+	} {
+		if err := c.Start(&task); err == nil {
+			t.Errorf("Start(%+v) accepted", task)
+		}
+	}
+}
+
+func simulateQuery(t *testing.T, q, policy string, sf float64, nodes int, jitter float64, seed uint64) (*Report, []scheduler.Event) {
+	t.Helper()
+	prof, err := LoadProfile("dgx-a100")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := plan.TPCHStats(sf, DefaultChunkRows)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.TPCHQuery(q, sf, tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := scheduler.NewPolicy(policy, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &ChromeTrace{}
+	rep, err := Simulate(context.Background(), p, prof, nodes, pol, tr, jitter, seed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, tr.Events()
+}
+
+// TestSameSeedSameRun compares the full event sequences of runs with
+// latency jitter: the same seed gives the same run, another seed another.
+func TestSameSeedSameRun(t *testing.T) {
+	_, a := simulateQuery(t, "q3", "overlap", 10, 2, 0.3, 7)
+	_, b := simulateQuery(t, "q3", "overlap", 10, 2, 0.3, 7)
+	_, c := simulateQuery(t, "q3", "overlap", 10, 2, 0.3, 8)
+	if len(a) == 0 || len(a) != len(b) {
+		t.Fatalf("event counts %d vs %d", len(a), len(b))
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			t.Fatalf("event %d differs with the same seed:\n%+v\n%+v", i, a[i], b[i])
+		}
+	}
+	same := len(a) == len(c)
+	for i := 0; same && i < len(a); i++ {
+		same = a[i] == c[i]
+	}
+	if same {
+		t.Fatal("seeds 7 and 8 gave identical runs: jitter has no effect")
+	}
+}
+
+// TestOverlapBeatsSerial: on the paper's node, the full overlap policy has
+// a shorter makespan than the naive serial loop on the scan-heavy queries,
+// and no makespan is below its bound.
+func TestOverlapBeatsSerial(t *testing.T) {
+	for _, q := range []string{"q1", "q3", "q6"} {
+		ser, _ := simulateQuery(t, q, "serial", 100, 2, 0, 0)
+		ovl, _ := simulateQuery(t, q, "overlap", 100, 2, 0, 0)
+		t.Logf("%s SF100 x2 dgx-a100: serial %.1f ms, overlap %.1f ms, speedup %.2fx, overlap efficiency %.1f%%",
+			q, float64(ser.MakespanNs)/1e6, float64(ovl.MakespanNs)/1e6, float64(ser.MakespanNs)/float64(ovl.MakespanNs), 100*ovl.Efficiency)
+		if ovl.MakespanNs >= ser.MakespanNs {
+			t.Errorf("%s: overlap %d ns is not faster than serial %d ns", q, ovl.MakespanNs, ser.MakespanNs)
+		}
+		for _, r := range []*Report{ser, ovl} {
+			if r.BoundNs > r.MakespanNs || r.BoundNs <= 0 {
+				t.Errorf("%s %s: bound %d ns vs makespan %d ns", q, r.Policy, r.BoundNs, r.MakespanNs)
+			}
+		}
+	}
+}
+
+func TestProfiles(t *testing.T) {
+	names := ProfileNames()
+	if strings.Join(names, ",") != "devbox,dgx-a100,h100-node" {
+		t.Fatalf("shipped profiles %v", names)
+	}
+	for _, n := range names {
+		p, err := LoadProfile(n)
+		if err != nil {
+			t.Fatalf("%s: %v", n, err)
+		}
+		if p.Name != n {
+			t.Errorf("profile %s names itself %q", n, p.Name)
+		}
+		if _, err := NewCluster(p, 2); err != nil {
+			t.Errorf("%s: %v", n, err)
+		}
+	}
+	a, _ := LoadProfile("dgx-a100")
+	if a.Node.GPUs != 8 || a.Node.SSDs != 8 || a.NVMe.Bandwidth != 6.4*(1<<30) || a.NIC.Bandwidth != 24e9 {
+		t.Errorf("dgx-a100 decoded as %+v", a)
+	}
+	_, err := LoadProfile("testdata/profiles/bad-key.yaml")
+	if err == nil || !strings.Contains(err.Error(), "line 9") || !strings.Contains(err.Error(), "gpu_count") {
+		t.Errorf("unknown key: error %v, want one naming line 9 and gpu_count", err)
+	}
+	if _, err := LoadProfile("dgx-z9"); !errors.Is(err, ErrUnknownProfile) {
+		t.Errorf("unknown profile: %v", err)
+	}
+}

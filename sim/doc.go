@@ -1,0 +1,22 @@
+// Package sim is the discrete-event backend of gostachio: a cluster of N
+// nodes of a hardware Profile (sim/profiles/*.yaml) that executes the
+// scheduler's tasks in virtual time (Cluster implements scheduler.Backend,
+// so scheduler.Run drives it exactly as it drives the engine).
+//
+// Model. Every task is one flow of a fluid, flow-level model (SimGrid's):
+// a flow crosses up to six links (an SSD, a PCIe direction, a GPU's
+// compute, NIC ports, switch links, the host CPU), waits its latency, then
+// receives its max-min fair share of every link it crosses (progressive
+// filling), recomputed only when flows join or leave and only over the
+// connected component they touch, once per instant. An SSD's capacity
+// follows its queue-depth curve; compute links are measured in busy-ns
+// (GPU: 1 device; host: cores, with per-flow core limits). Costs come from
+// package costmodel. All nodes share one event queue (a typed binary heap
+// ordered by time, then scheduling order) and one network; the only
+// randomness is optional latency jitter from an explicit seed.
+//
+// Outputs: a Report (makespan, per-resource utilization and achieved
+// bandwidth, the bound max over links of work/capacity, overlap efficiency
+// bound/makespan) and, optionally, a Chrome/Perfetto trace (ChromeTrace).
+// RunSim is the `gostachio sim` command.
+package sim

@@ -1,0 +1,97 @@
+package sim
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestRunSim runs the CLI entry point in JSON mode with a trace and checks
+// the report's invariants and the trace's structure: valid JSON, one slice
+// per completed task, and no two slices overlapping on one track.
+func TestRunSim(t *testing.T) {
+	dir := t.TempDir()
+	tracePath := filepath.Join(dir, "q6.json")
+	var out bytes.Buffer
+	err := RunSim(context.Background(), SimOptions{Profile: "dgx-a100", Nodes: 2, SF: 10, Query: "q6",
+		Policy: "overlap", Set: "depth=4", Trace: tracePath, JSON: true}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("report is not JSON: %v\n%s", err, out.String())
+	}
+	if rep.Nodes != 2 || rep.Query != "q6" || rep.Policy != "overlap" || rep.ResultRows != 1 {
+		t.Fatalf("report header %+v", rep)
+	}
+	if rep.MakespanNs <= 0 || rep.BoundNs > rep.MakespanNs || rep.Efficiency <= 0 || rep.Efficiency > 1 {
+		t.Fatalf("makespan %d, bound %d, efficiency %v", rep.MakespanNs, rep.BoundNs, rep.Efficiency)
+	}
+	// Lineitem's four projected columns at SF10: every byte is read once:
+	// 59,986,052 rows x (8+8+8+4) B (l_quantity, l_extendedprice,
+	// l_discount decimals, l_shipdate date32), plus metadata reads.
+	var nvme ResourceReport
+	for _, r := range rep.Resources {
+		if r.Kind == "nvme" {
+			nvme = r
+		}
+	}
+	dataBytes := 59986052.0 * 28
+	if nvme.Count != 16 || nvme.Work < dataBytes || nvme.Work > dataBytes*1.01 {
+		t.Fatalf("nvme: %d links, %.0f B read, want 16 and about %.0f", nvme.Count, nvme.Work, dataBytes)
+	}
+
+	data, err := os.ReadFile(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name string  `json:"name"`
+			Ph   string  `json:"ph"`
+			Ts   float64 `json:"ts"`
+			Dur  float64 `json:"dur"`
+			Pid  int     `json:"pid"`
+			Tid  int     `json:"tid"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatalf("trace is not JSON: %v", err)
+	}
+	type track struct{ pid, tid int }
+	last := map[track]float64{}
+	var slices int64
+	for _, e := range tr.TraceEvents {
+		if e.Ph != "X" {
+			continue
+		}
+		slices++
+		k := track{e.Pid, e.Tid}
+		if end, ok := last[k]; ok && e.Ts < end-1e-3 {
+			t.Fatalf("slice %s at %v overlaps the previous one on pid %d tid %d (ends %v)", e.Name, e.Ts, e.Pid, e.Tid, end)
+		}
+		last[k] = max(last[k], e.Ts+e.Dur)
+	}
+	if slices != rep.Tasks {
+		t.Fatalf("trace has %d slices, report %d tasks", slices, rep.Tasks)
+	}
+
+	// Text mode names the bound and every resource kind.
+	out.Reset()
+	if err := RunSim(context.Background(), SimOptions{Profile: "devbox", SF: 1, Query: "q1", Policy: "serial"}, &out); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"makespan", "bound", "efficiency", "nvme", "host", "h2d"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("text report lacks %q:\n%s", want, out.String())
+		}
+	}
+	if err := RunSim(context.Background(), SimOptions{Profile: "dgx-a100", SF: 1, Query: "q99"}, &out); err == nil {
+		t.Error("unknown query accepted")
+	}
+}
