@@ -30,7 +30,7 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./...
 
 bench-gen:
-	$(GO) test -run '^$$' -bench GenerateSF1 -benchtime 1x ./tpch/dbgen/
+	$(GO) test -run '^$$' -bench GenSF1 -benchtime 1x ./tpch/
 
 bench-io: build deps
 	$(BIN) gen --sf 1 --out out/data/sf1 --if-missing

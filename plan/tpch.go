@@ -99,3 +99,29 @@ func TPCHStats(sf float64, chunkRows int) ([]TableStats, error) {
 	}
 	return out, nil
 }
+
+// tpchSFTables are the tables TPCHScaleFactor infers the scale factor from,
+// best first: those whose row count is exactly BaseRows x SF come before
+// lineitem, whose count only approximates it.
+var tpchSFTables = []*schema.Table{&schema.Orders, &schema.Customer, &schema.Part,
+	&schema.Supplier, &schema.PartSupp, &schema.Lineitem}
+
+// TPCHScaleFactor infers the scale factor of TPC-H tables (e.g. from a
+// dataset manifest that does not state it) as rows / BaseRows of the first
+// scaled table present (orders, customer, part, supplier, partsupp,
+// lineitem). It fails when none is present or the table is empty.
+func TPCHScaleFactor(tables []TableStats) (float64, error) {
+	for _, st := range tpchSFTables {
+		for i := range tables {
+			if tables[i].Name != st.Name {
+				continue
+			}
+			rows := tables[i].Rows()
+			if rows <= 0 {
+				return 0, fmt.Errorf("plan: table %s is empty: no scale factor", st.Name)
+			}
+			return float64(rows) / float64(st.BaseRows), nil
+		}
+	}
+	return 0, fmt.Errorf("plan: no scaled TPC-H table among %d tables: no scale factor", len(tables))
+}

@@ -19,6 +19,7 @@ func (s *Scheduler) Complete(c Completion) error {
 		return s.fail(fmt.Errorf("scheduler: node %d: %s task %d completed twice", s.node, t.Kind, t.ID))
 	}
 	s.doneBits[t.ID>>6] |= 1 << (t.ID & 63)
+	s.running--
 	if c.Err != nil {
 		return s.fail(fmt.Errorf("scheduler: %s task %d (pipeline %d unit %d) failed: %w", t.Kind, t.ID, t.Pipeline, t.Unit, c.Err))
 	}
@@ -91,7 +92,12 @@ func (s *Scheduler) fail(err error) error {
 func (s *Scheduler) kernelOutput(ps *pipe, u *unit, c *Completion) {
 	pd := &ps.devs[u.dev]
 	if ps.aggOp >= 0 {
-		pd.stateRows = min(pd.stateRows+c.OutRows, max(ps.stateRowsE, c.OutRows))
+		// Units may share groups: the state holds at most Groups rows (or
+		// one unit's output, if a backend reports more).
+		pd.stateRows += max(c.OutRows, 0)
+		if ps.aggGroups > 0 {
+			pd.stateRows = min(pd.stateRows, max(ps.aggGroups, c.OutRows))
+		}
 		return
 	}
 	real := c.OutBytes
@@ -197,9 +203,19 @@ func (s *Scheduler) unitDone(ps *pipe, u *unit) {
 // whether it changed anything.
 func (s *Scheduler) stepFlush(ps *pipe, d int32) bool {
 	pd := &ps.devs[d]
+	if pd.coal > 0 && pd.flush != flNone {
+		// The pipeline ends on d only once its coalesced messages landed.
+		return false
+	}
 	switch pd.flush {
 	case flNone:
 		pd.flush = flFinalize
+		if pd.stage != nil {
+			s.sendStaged(ps, d)
+		}
+		if ps.aggOp >= 0 {
+			s.settleState(ps, d)
+		}
 		srcRows, srcBytes := pd.outRows, pd.outBytes
 		if ps.aggOp >= 0 {
 			srcRows, srcBytes = pd.stateRows, pd.stateBytes
@@ -263,6 +279,26 @@ func (s *Scheduler) stepFlush(ps *pipe, d int32) bool {
 	return false
 }
 
+// settleState resizes device d's partial aggregate state from its
+// reservation (an estimate) to what its units reported: stateRows groups of
+// the aggregate's width. The difference is freed or charged (a state larger
+// than estimated already occupies the device). Without a known width the
+// reservation stands as the size.
+func (s *Scheduler) settleState(ps *pipe, d int32) {
+	pd := &ps.devs[d]
+	if ps.aggWidth <= 0 {
+		return
+	}
+	real := pd.stateRows * ps.aggWidth
+	switch {
+	case real < pd.stateBytes:
+		s.freeDev(d, pd.stateBytes-real)
+	case real > pd.stateBytes:
+		s.addDev(d, real-pd.stateBytes)
+	}
+	pd.stateBytes = real
+}
+
 func (s *Scheduler) releaseState(ps *pipe, d int32) {
 	pd := &ps.devs[d]
 	s.freeDev(d, pd.stateBytes)
@@ -297,6 +333,16 @@ func (s *Scheduler) completePipeTask(ps *pipe, t *Task, c *Completion) error {
 		return nil
 	}
 	d := t.Device
+	if t.Kind == TaskSend && ps.perUnitOut && d >= 0 && int(d) < len(s.devs) && ps.devs[d].coal > 0 {
+		// A coalesced message: its bytes leave the source's buffers.
+		pd := &ps.devs[d]
+		pd.coal--
+		pd.coalRes -= t.Bytes
+		s.freeDev(d, t.Bytes)
+		s.devs[d].dirty = true
+		s.sendDone(ps, t)
+		return nil
+	}
 	if d < 0 || int(d) >= len(s.devs) || ps.devs[d].pend <= 0 {
 		return s.fail(fmt.Errorf("scheduler: node %d: unexpected completion of %s task %d", s.node, t.Kind, t.ID))
 	}

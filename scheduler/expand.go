@@ -43,6 +43,26 @@ func Estimate(ops []plan.Op, rows, bytes int64) (outRows, outBytes int64) {
 	return outRows, int64(math.Ceil(float64(outRows) * w))
 }
 
+// foldEstimate is the estimated partial aggregation state of one device
+// whose units' estimated aggregate outputs total rows rows / bytes bytes
+// (each unit's from Estimate, so already capped by the rows that unit
+// aggregates): at most agg.Groups rows, since a device holds no more
+// groups than rows it aggregated nor more than exist, each agg.OutWidth
+// bytes (without a width, the units' bytes scaled to the capped rows).
+func foldEstimate(agg *plan.Op, rows, bytes int64) (stRows, stBytes int64) {
+	if rows <= 0 {
+		return 0, 0
+	}
+	stRows = rows
+	if agg.Groups > 0 && stRows > agg.Groups {
+		stRows = agg.Groups
+	}
+	if agg.OutWidth > 0 {
+		return stRows, stRows * int64(agg.OutWidth)
+	}
+	return stRows, int64(math.Ceil(float64(bytes) * float64(stRows) / float64(rows)))
+}
+
 // forSpans calls fn for every read of the given columns (sorted) of chunk
 // ch: one per column, or with combining one per run of columns whose
 // unprojected gaps are at most gap bytes. first/n are the table columns the
@@ -108,6 +128,21 @@ func (s *Scheduler) activate(ps *pipe) {
 			u.stage, u.state = stH2D, uQueued
 			dv := &s.devs[d]
 			dv.q[stH2D] = append(dv.q[stH2D], int32(len(s.units)-1))
+		}
+	}
+	if ps.aggOp >= 0 {
+		// Each device reserves the state its own units can fill, not the
+		// query's whole group count.
+		rows := make([]int64, len(s.devs))
+		bytes := make([]int64, len(s.devs))
+		for i := ps.unitFirst; i < ps.unitFirst+ps.unitN; i++ {
+			u := &s.units[i]
+			rows[u.dev] += u.outRows
+			bytes[u.dev] += u.out
+		}
+		agg := &pl.Ops[ps.aggOp]
+		for d := range ps.devs {
+			_, ps.devs[d].stateEst = foldEstimate(agg, rows[d], bytes[d])
 		}
 	}
 	for d := range s.devs {

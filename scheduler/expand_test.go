@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"context"
 	"testing"
 
 	"gostachio/plan"
@@ -68,5 +69,78 @@ func TestForSpans(t *testing.T) {
 		if got := collect(tc.cols, tc.combine, tc.gap); !eq(got, tc.want) {
 			t.Errorf("%s: spans %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+func TestFoldEstimate(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		agg         plan.Op
+		rows, bytes int64
+		wantR       int64
+		wantB       int64
+	}{
+		{"fewer rows than groups", plan.Op{Kind: plan.OpAggPartial, Groups: 11_620_000, OutWidth: 24}, 238_000, 238_000 * 24, 238_000, 238_000 * 24},
+		{"capped by groups", plan.Op{Kind: plan.OpAggPartial, Groups: 4, OutWidth: 72}, 40, 2880, 4, 288},
+		{"unknown groups", plan.Op{Kind: plan.OpAggPartial, OutWidth: 8}, 10, 80, 10, 80},
+		{"unknown width scales bytes", plan.Op{Kind: plan.OpAggPartial, Groups: 5}, 10, 100, 5, 50},
+		{"nothing aggregated", plan.Op{Kind: plan.OpAggPartial, Groups: 5, OutWidth: 8}, 0, 0, 0, 0},
+	} {
+		r, b := foldEstimate(&tc.agg, tc.rows, tc.bytes)
+		if r != tc.wantR || b != tc.wantB {
+			t.Errorf("%s: foldEstimate = %d rows %d bytes, want %d, %d", tc.name, r, b, tc.wantR, tc.wantB)
+		}
+	}
+}
+
+// TestPartialAggOutputCappedByRows: a partial aggregate with far more
+// groups (1,000,000) than rows reaching it must ship only what each worker
+// aggregated. Two nodes x one device; a table of 4 chunks x 1,000 rows of
+// one 8-byte column, one chunk per unit, dealt round robin: each worker
+// scans 2 chunks = 2,000 rows, the filter keeps half = 1,000 rows, so its
+// partial state is 1,000 groups x 24 B = 24,000 B (not 1e6 x 24 = 24 MB),
+// and worker 1 gathers 24,000 B / 1,000 rows to worker 0.
+func TestPartialAggOutputCappedByRows(t *testing.T) {
+	tbl := plan.TableStats{Name: "t", Columns: []string{"a"}}
+	for i := 0; i < 4; i++ {
+		tbl.Chunks = append(tbl.Chunks, plan.ChunkStats{Rows: 1000, Base: int64(i) * 8000, Bytes: []int64{8000}})
+	}
+	b := plan.NewBuilder("agg", []plan.TableStats{tbl})
+	p0 := b.Scan("t", "a").Filter("a odd", 0.5).AggPartial("count(*)", 1_000_000, 24, "a").Gather()
+	b.From(p0).AggFinal("count", 1_000_000, 24, "a").Result()
+	p, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := NewPolicy("overlap", "chunk=0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := Topology{Nodes: 2, Devices: 1, SSDs: 1, NICs: 1, DeviceMem: 1 << 30, PinnedMem: 1 << 30}
+	tb := newTestBackend(topo, "fifo", 0)
+	var sends []Task
+	tb.onStart = func(x *Task) {
+		if x.Kind == TaskSend {
+			sends = append(sends, *x)
+		}
+	}
+	res, err := Run(context.Background(), p, pol, tb, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sends) != 1 {
+		t.Fatalf("%d sends, want 1 (worker 1 gathers to worker 0)", len(sends))
+	}
+	if s := sends[0]; s.Node != 1 || s.Peer.Node != 0 || s.Bytes != 24_000 || s.Rows != 1_000 {
+		t.Errorf("send node %d -> %d: %d bytes, %d rows; want 1 -> 0, 24000 bytes, 1000 rows", s.Node, s.Peer.Node, s.Bytes, s.Rows)
+	}
+	// Worker 0's final aggregate holds both partial states: 2,000 rows.
+	if res.ResultRows != 2_000 || res.ResultBytes != 48_000 {
+		t.Errorf("result %d rows %d bytes, want 2000 rows 48000 bytes", res.ResultRows, res.ResultBytes)
+	}
+	// No device ever reserves a 24 MB state: the largest footprint is the
+	// final pipeline's input + output on device 0.
+	if res.PeakDevice >= 1_000_000 {
+		t.Errorf("peak device %d bytes: a state sized from the group count was reserved", res.PeakDevice)
 	}
 }

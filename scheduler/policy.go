@@ -60,6 +60,14 @@ type Config struct {
 	// replicated over them); off, a device reads only from its paired SSD.
 	// (knob "multipath")
 	Multipath bool
+	// Msg coalesces exchange output: each device buffers what its units
+	// shuffle or gather per destination worker and sends a buffer once it
+	// holds at least Msg bytes; what is left goes at the pipeline's end (or
+	// earlier, when the node would otherwise stall on memory). Fewer,
+	// larger messages, as real engines send. 0: one message per unit and
+	// destination. Broadcasts are not coalesced (every destination gets a
+	// unit's whole output, already one large message). (knob "msg")
+	Msg int64
 	// Pinned caps the pinned host memory of a node, DevMem the memory of a
 	// device; 0: the topology's capacity. (knobs "pinned", "devmem")
 	Pinned, DevMem int64
@@ -78,6 +86,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("scheduler: knob gap=%d is negative", c.CombineGap)
 	case c.MetaBytes < 0:
 		return fmt.Errorf("scheduler: knob meta=%d is negative", c.MetaBytes)
+	case c.Msg < 0:
+		return fmt.Errorf("scheduler: knob msg=%d is negative", c.Msg)
 	case c.Pinned < 0:
 		return fmt.Errorf("scheduler: knob pinned=%d is negative", c.Pinned)
 	case c.DevMem < 0:
@@ -121,6 +131,7 @@ var knobs = []knob{
 	{name: "meta", kind: knobBytes, doc: "bytes of one metadata read (file footer / chunk index)", i64: func(c *Config) *int64 { return &c.MetaBytes }},
 	{name: "adaptive", kind: knobBool, doc: "adaptive regulation: per-stage in-flight limits in [1,depth] grow when the consumer starves, shrink when the output queue backs up", b: func(c *Config) *bool { return &c.Adaptive }},
 	{name: "multipath", kind: knobBool, doc: "multi-path I/O: each read goes to the SSD of the node with the fewest bytes assigned; off: the device's paired SSD only", b: func(c *Config) *bool { return &c.Multipath }},
+	{name: "msg", kind: knobBytes, doc: "exchange message coalescing: per destination, a device sends its buffered shuffle/gather output once it holds this many bytes (the rest at the pipeline's end); 0: one message per unit and destination", i64: func(c *Config) *int64 { return &c.Msg }},
 	{name: "pinned", kind: knobBytes, doc: "pinned host memory budget per node (0: the topology's capacity)", i64: func(c *Config) *int64 { return &c.Pinned }},
 	{name: "devmem", kind: knobBytes, doc: "memory budget per device (0: the topology's capacity)", i64: func(c *Config) *int64 { return &c.DevMem }},
 }
@@ -318,9 +329,9 @@ func init() {
 			Defaults: Config{Depth: 1, Window: 2, MetaBytes: 64 << 10}},
 		{Name: "pipeline", Doc: "k units in flight per stage per device with bounded queues between stages (back-pressure); a sync per kernel",
 			Defaults: Config{Depth: 4, MetaBytes: 64 << 10}},
-		{Name: "overlap", Doc: "the paper's full design: chunking, dynamic buffering, deferred sync, reader combining, metadata caching, adaptive queues, multi-path I/O; each knob can be switched off alone",
+		{Name: "overlap", Doc: "the paper's full design: chunking, dynamic buffering, deferred sync, reader combining, metadata caching, adaptive queues, multi-path I/O, coalesced exchange messages; each knob can be switched off alone",
 			Defaults: Config{Chunk: 64 << 20, Depth: 8, DynBuf: true, Defer: true, Combine: true, CombineGap: 1 << 20,
-				MetaCache: true, MetaBytes: 64 << 10, Adaptive: true, Multipath: true}},
+				MetaCache: true, MetaBytes: 64 << 10, Adaptive: true, Multipath: true, Msg: 1 << 20}},
 	}
 	for _, p := range builtin {
 		if err := Register(p); err != nil {

@@ -19,6 +19,19 @@ func (s *Scheduler) Ready(now Time) []*Task {
 			s.pump(int32(d))
 		}
 	}
+	if len(s.ready) == 0 && s.running == 0 {
+		// Nothing runs and nothing can start: coalescing buffers may hold
+		// the memory the node waits for. Send them.
+		for _, a := range s.active {
+			ps := &s.pipes[a]
+			for d := range ps.devs {
+				if ps.devs[d].stage != nil {
+					s.sendStaged(ps, int32(d))
+				}
+			}
+		}
+	}
+	s.running += len(s.ready)
 	s.out = append(s.out[:0], s.ready...)
 	s.ready = s.ready[:0]
 	return s.out
@@ -191,7 +204,7 @@ func (s *Scheduler) startH2D(u *unit) bool {
 		// The unit folds into the device's state, reserved once.
 		need = in
 		if !pd.stateSet {
-			state = ps.stateEst
+			state = pd.stateEst
 			need += state
 		}
 	}
@@ -228,7 +241,7 @@ func (s *Scheduler) startKernel(u *unit) bool {
 		if ps.aggOp >= 0 {
 			need = 0
 			if !ps.devs[u.dev].stateSet {
-				need = ps.stateEst
+				need = ps.devs[u.dev].stateEst
 			}
 		}
 		if !s.reserveDev(u.dev, need) {
@@ -302,6 +315,12 @@ func (s *Scheduler) startOut(u *unit) bool {
 	var parts []int64
 	if u.partOff >= 0 {
 		parts = s.parts[u.partOff : int(u.partOff)+s.workers()]
+	}
+	if s.cfg.Msg > 0 && (ps.sink == plan.OpShuffle || ps.sink == plan.OpGather) {
+		s.stageOut(ps, u, parts)
+		u.pend = 0
+		s.endStage(u)
+		return true
 	}
 	first, n := s.issueSends(ps, u.dev, u.seq, u.out, u.outRows, parts, depFirst, depN)
 	u.depFirst, u.depN, u.pend = first, n, n
@@ -400,4 +419,75 @@ func (s *Scheduler) issueSends(ps *pipe, src, unitSeq int32, bytes, rows int64, 
 		s.setDeps(t, depFirst, depN)
 	}
 	return first, n
+}
+
+// stageOut appends a unit's exchange output to its device's per-destination
+// buffers (message coalescing) and sends every buffer that reached
+// Config.Msg bytes. The local share is kept at once, as issueSends does; the
+// unit's output reservation moves to the buffers, which hold it until their
+// message completes.
+func (s *Scheduler) stageOut(ps *pipe, u *unit, parts []int64) {
+	pd := &ps.devs[u.dev]
+	W := s.workers()
+	if pd.stage == nil {
+		pd.stage = make([]int64, W)
+		pd.stageRows = make([]int64, W)
+	}
+	self := s.worker(u.dev)
+	var remote int64
+	for w := 0; w < W; w++ {
+		b, r := s.exchangeShare(ps.sink, w, u.out, u.outRows, parts)
+		if w == self {
+			pd.outBytes += b
+			pd.outRows += r
+			continue
+		}
+		remote += b
+		pd.stage[w] += b
+		pd.stageRows[w] += r
+	}
+	// The self share is reserved by reserveExchange on its own; the rest of
+	// the unit's buffer is now the staging buffers'.
+	if d := u.out - remote; d > 0 {
+		s.freeDev(u.dev, d)
+	} else if d < 0 {
+		s.addDev(u.dev, -d)
+	}
+	u.devRes -= u.out
+	pd.coalRes += remote
+	for k := 1; k <= W; k++ {
+		w := (self + k) % W
+		if w != self && pd.stage[w] >= s.cfg.Msg {
+			s.sendBuffer(ps, u.dev, w, u.depFirst, u.depN)
+		}
+	}
+}
+
+// sendStaged sends every non-empty coalescing buffer of pipeline ps on
+// device d (the pipeline's end, or a node that would otherwise stall).
+func (s *Scheduler) sendStaged(ps *pipe, d int32) {
+	pd := &ps.devs[d]
+	self := s.worker(d)
+	W := s.workers()
+	for k := 1; k < W; k++ {
+		if w := (self + k) % W; pd.stage[w] > 0 || pd.stageRows[w] > 0 {
+			s.sendBuffer(ps, d, w, 0, 0)
+		}
+	}
+}
+
+// sendBuffer sends device d's coalescing buffer for worker w as one
+// message (a pipeline task: Unit -1).
+func (s *Scheduler) sendBuffer(ps *pipe, d int32, w int, depFirst TaskID, depN int32) {
+	pd := &ps.devs[d]
+	dn, dd := int32(w/s.topo.Devices), int32(w%s.topo.Devices)
+	t := s.newTask(TaskSend, ps.idx, d)
+	t.Bytes, t.Rows, t.PeerDevice = pd.stage[w], pd.stageRows[w], dd
+	t.OpKind = ps.sink
+	t.Res = Resource{ResNICOut, s.node, s.nic(d)}
+	t.Peer = Resource{ResNICIn, dn, s.nic(dd)}
+	t.Tag = uint64(uint32(s.node))<<32 | uint64(uint32(t.ID))
+	s.setDeps(t, depFirst, depN)
+	pd.stage[w], pd.stageRows[w] = 0, 0
+	pd.coal++
 }

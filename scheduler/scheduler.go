@@ -49,8 +49,9 @@ type unit struct {
 // pipeDev is one pipeline's state on one device of the node.
 type pipeDev struct {
 	units      int32 // units not yet done
-	stateBytes int64 // partial aggregate state (reserved)
+	stateBytes int64 // partial aggregate state (reserved; its real size from the flush on)
 	stateRows  int64
+	stateEst   int64 // estimated state bytes, reserved on first use (foldEstimate)
 	outBytes   int64 // materialized output retained on the device
 	outRows    int64
 	flush      int8 // flush step reached (see flushStep)
@@ -59,6 +60,13 @@ type pipeDev struct {
 	depFirst   TaskID
 	depN       int32
 	hadUnits   bool
+	// Message coalescing (Config.Msg): bytes / rows buffered per
+	// destination worker, the device memory they and the coalesced sends
+	// in flight hold, and how many of those sends are in flight.
+	stage     []int64
+	stageRows []int64
+	coalRes   int64
+	coal      int32
 }
 
 const (
@@ -94,8 +102,8 @@ type pipe struct {
 	unitN      int32
 	dependents []int32 // pipelines waiting on this one (After or Inputs)
 	inputs     []int32 // pipelines whose output this one reads (Inputs and probe builds)
-	stateEst   int64   // reserved bytes of one device's partial aggregate state
-	stateRowsE int64
+	aggGroups  int64   // the partial aggregate's Groups (<= 0: unknown)
+	aggWidth   int64   // its OutWidth (bytes per group; <= 0: unknown)
 	devs       []pipeDev
 	merge      bool // result pipeline: host merge task issued
 	mergeDone  bool
@@ -159,6 +167,7 @@ type Scheduler struct {
 	// ssdBytes is the bytes of reads assigned to each SSD (multi-path).
 	ssdBytes []int64
 	global   int // pipelines globally done
+	running  int // tasks handed out by Ready and not yet completed
 	active   []int32
 	// finished lists pipelines newly finished on this node (Run collects).
 	finished []int32
@@ -254,8 +263,7 @@ func New(p *plan.Plan, cfg Config, topo Topology, node int) (*Scheduler, error) 
 		case ps.aggOp >= 0:
 			ps.unitOps = pl.Ops[:ps.aggOp+1]
 			agg := &pl.Ops[ps.aggOp]
-			ps.stateRowsE = agg.Groups
-			ps.stateEst = agg.Groups * int64(agg.OutWidth)
+			ps.aggGroups, ps.aggWidth = agg.Groups, int64(agg.OutWidth)
 		case ps.finalize || ps.sink == plan.OpResult:
 			ps.unitOps = pl.Ops[:last]
 		default:

@@ -22,10 +22,18 @@ type SimOptions struct {
 	Profile string
 	// Nodes is the cluster size (default 1).
 	Nodes int
-	// SF is the TPC-H scale factor; tables are sized from it alone
-	// (plan.TPCHStats) in chunks of ChunkRows rows (0: DefaultChunkRows).
+	// SF is the TPC-H scale factor; without Tables, tables are sized from
+	// it alone (plan.TPCHStats) in chunks of ChunkRows rows (0:
+	// DefaultChunkRows).
 	SF        float64
 	ChunkRows int
+	// Tables, when non-nil, sizes the workload instead of SF: the chunked
+	// layout of a real dataset (filled from its manifest by the caller;
+	// uneven chunks, explicit offsets, min/max statistics all honored).
+	// SF then only scales the queries' group-count estimates; 0 infers it
+	// from the tables' row counts (plan.TPCHScaleFactor). ChunkRows is
+	// ignored. The slice is read, never modified.
+	Tables []plan.TableStats
 	// Query is a TPC-H query name (plan.TPCHQueries).
 	Query string
 	// Policy and Set select the scheduling policy and its knob overrides
@@ -79,7 +87,8 @@ func (c *Cluster) report(query, policy string, res scheduler.Result) *Report {
 	return r
 }
 
-// RunSim is `gostachio sim`: it sizes TPC-H opts.Query at opts.SF, runs it
+// RunSim is `gostachio sim`: it sizes TPC-H opts.Query from opts.Tables or
+// at opts.SF, runs it
 // under opts.Policy on opts.Nodes nodes of opts.Profile, writes the report
 // (text or JSON) to stdout and, with opts.Trace, a Chrome trace file.
 func RunSim(ctx context.Context, opts SimOptions, stdout io.Writer) error {
@@ -118,8 +127,14 @@ func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	tables, err := plan.TPCHStats(opts.SF, opts.ChunkRows)
-	if err != nil {
+	tables := opts.Tables
+	if tables != nil {
+		if opts.SF <= 0 {
+			if opts.SF, err = plan.TPCHScaleFactor(tables); err != nil {
+				return nil, fmt.Errorf("sim: %w", err)
+			}
+		}
+	} else if tables, err = plan.TPCHStats(opts.SF, opts.ChunkRows); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	p, err := plan.TPCHQuery(opts.Query, opts.SF, tables)

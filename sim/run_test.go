@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"gostachio/plan"
 )
 
 // TestRunSim runs the CLI entry point in JSON mode with a trace and checks
@@ -93,5 +96,79 @@ func TestRunSim(t *testing.T) {
 	}
 	if err := RunSim(context.Background(), SimOptions{Profile: "dgx-a100", SF: 1, Query: "q99"}, &out); err == nil {
 		t.Error("unknown query accepted")
+	}
+}
+
+// TestRunSimTables: with SimOptions.Tables the workload comes from the given
+// layout, not from SF: uneven lineitem chunks, one of which min/max pruning
+// drops for q6, and the scale factor inferred from the orders table. The
+// SSDs must move exactly the four projected lineitem columns of the
+// surviving chunks plus the one table-metadata read (combining off, so no
+// gaps are read through).
+func TestRunSimTables(t *testing.T) {
+	tables, err := plan.TPCHStats(0.1, 100_000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var li *plan.TableStats
+	for i := range tables {
+		if tables[i].Name == "lineitem" {
+			li = &tables[i]
+		}
+	}
+	// Re-chunk lineitem unevenly: 600,122 rows as 250,000 + 50,122 +
+	// 300,000, the first dated entirely in 1992 (q6 wants 1994).
+	rows := []int64{250_000, 50_122, 300_000}
+	if li.Rows() != 600_122 {
+		t.Fatalf("lineitem has %d rows at SF 0.1", li.Rows())
+	}
+	per := make([]float64, len(li.Columns)) // bytes per row of each column
+	for c := range li.Columns {
+		per[c] = float64(li.Chunks[0].Bytes[c]) / float64(li.Chunks[0].Rows)
+	}
+	ship := li.Column("l_shipdate")
+	var base int64
+	li.Chunks = li.Chunks[:0]
+	for i, r := range rows {
+		ch := plan.ChunkStats{Rows: r, Base: base, Bytes: make([]int64, len(per))}
+		for c := range per {
+			ch.Bytes[c] = int64(float64(r) * per[c])
+			base += ch.Bytes[c]
+		}
+		if i == 0 {
+			ch.Stats = make([]plan.MinMax, len(per))
+			ch.Stats[ship] = plan.MinMax{Valid: true, Min: plan.Day(1992, time.January, 2), Max: plan.Day(1992, time.December, 31)}
+		}
+		li.Chunks = append(li.Chunks, ch)
+	}
+	var want float64 = 64 << 10 // metadata read
+	for _, name := range []string{"l_shipdate", "l_discount", "l_quantity", "l_extendedprice"} {
+		c := li.Column(name)
+		want += float64(li.Chunks[1].Bytes[c] + li.Chunks[2].Bytes[c])
+	}
+	var out bytes.Buffer
+	err = RunSim(context.Background(), SimOptions{Profile: "dgx-a100", Query: "q6", Policy: "overlap",
+		Set: "combine=off", Tables: tables, ChunkRows: 12345, JSON: true}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep Report
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatal(err)
+	}
+	if rep.SF != 0.1 {
+		t.Errorf("scale factor %v, want 0.1 (orders rows / 1.5M)", rep.SF)
+	}
+	var nvme float64
+	for _, r := range rep.Resources {
+		if r.Kind == "nvme" {
+			nvme = r.Work
+		}
+	}
+	if nvme != want {
+		t.Errorf("nvme work %v bytes, want %v", nvme, want)
+	}
+	if rep.ResultRows != 1 {
+		t.Errorf("q6 result %d rows, want 1", rep.ResultRows)
 	}
 }

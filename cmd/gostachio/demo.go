@@ -1,0 +1,33 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"gostachio/experiments"
+)
+
+func init() { commands = append(commands, newDemoCmd) }
+
+func newDemoCmd(g *globals) *cobra.Command {
+	var o experiments.DemoOptions
+	cmd := &cobra.Command{
+		Use:   "demo",
+		Short: "The main job on an embedded default: small dataset, simulated serial vs overlap, a table and a trace",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			o.JSON = g.json
+			o.Now = time.Now
+			return experiments.Demo(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Data, "data", "out/data/sf0.01", "dataset folder (generated if missing)")
+	f.StringVar(&o.Out, "out", "out/demo", "folder for traces and figures")
+	f.Float64Var(&o.SF, "sf", 0.01, "scale factor of the generated dataset")
+	f.IntVar(&o.ChunkRows, "chunk-rows", 8192, "rows per chunk of the generated dataset")
+	f.Float64Var(&o.ClusterSF, "cluster-sf", 1000, "scale factor simulated on the DGX A100 profile")
+	f.StringSliceVar(&o.Queries, "queries", nil, "queries (default: every query with a plan)")
+	return cmd
+}
