@@ -91,11 +91,11 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 		profile string
 		nodes   int
 		sf      float64
-		chunk   int
+		tables  []plan.TableStats // nil: sized from sf
 	}
 	setups := []setup{
-		{"devbox", 1, opts.SF, opts.ChunkRows},
-		{"dgx-a100", 1, opts.ClusterSF, sim.DefaultChunkRows},
+		{"devbox", 1, ds.Manifest.ScaleFactor, tpch.PlanStats(ds)},
+		{"dgx-a100", 1, opts.ClusterSF, nil},
 	}
 	for _, q := range opts.Queries {
 		for _, su := range setups {
@@ -105,7 +105,8 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 				if su.profile == "dgx-a100" && pol == "overlap" {
 					trace = filepath.Join(opts.Out, fmt.Sprintf("%s-%s-%s.trace.json", q, su.profile, pol))
 				}
-				r, err := simulate(ctx, su.profile, su.nodes, su.sf, su.chunk, q, pol, trace)
+				r, err := simulate(ctx, sim.SimOptions{Profile: su.profile, Nodes: su.nodes, SF: su.sf,
+					Tables: su.tables, Query: q, Policy: pol, Trace: trace})
 				if err != nil {
 					return fmt.Errorf("experiments: demo %s %s %s: %w", q, su.profile, pol, err)
 				}
@@ -138,10 +139,10 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 	return nil
 }
 
-func simulate(ctx context.Context, profile string, nodes int, sf float64, chunkRows int, query, policy, trace string) (*sim.Report, error) {
+func simulate(ctx context.Context, o sim.SimOptions) (*sim.Report, error) {
 	var buf jsonBuffer
-	err := sim.RunSim(ctx, sim.SimOptions{Profile: profile, Nodes: nodes, SF: sf, ChunkRows: chunkRows,
-		Query: query, Policy: policy, Trace: trace, JSON: true}, &buf)
+	o.JSON = true
+	err := sim.RunSim(ctx, o, &buf)
 	if err != nil {
 		return nil, err
 	}

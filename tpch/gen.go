@@ -35,7 +35,7 @@ type GenOptions struct {
 	// ChunkRows rows. Partsupp chunks hold the rows of ChunkRows/4 parts.
 	ChunkRows int
 	Force     bool     // replace an existing dataset
-	IfMissing bool     // keep an existing valid dataset of the same scale factor
+	IfMissing bool     // keep an existing dataset of the same scale factor and generator version; replace another of ours
 	Stripes   []string // additional folders to spread chunks over (multi-path)
 	Workers   int      // generator goroutines (default GOMAXPROCS)
 	JSON      bool
@@ -95,11 +95,16 @@ func Gen(ctx context.Context, opts GenOptions, stdout, stderr io.Writer) error {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
 	if opts.IfMissing {
-		if ds, err := dataset.Open(opts.Out); err == nil && ds.Manifest.ScaleFactor == opts.ScaleFactor {
-			rep := reportOf(ds)
-			rep.Reused = true
-			rep.Workers = opts.Workers
-			return printGen(rep, opts.JSON, stdout)
+		// Reuse only data this generator version wrote at this scale factor;
+		// replace an older or other-SF dataset of ours, nothing else.
+		if ds, err := dataset.Open(opts.Out); err == nil {
+			if ds.Manifest.ScaleFactor == opts.ScaleFactor && ds.Manifest.Generator.Version == dbgen.Version {
+				rep := reportOf(ds)
+				rep.Reused = true
+				rep.Workers = opts.Workers
+				return printGen(rep, opts.JSON, stdout)
+			}
+			opts.Force = true
 		}
 	}
 	var start time.Time

@@ -254,3 +254,29 @@ func TestExportImportRoundTrip(t *testing.T) {
 		}
 	}
 }
+
+// TestPlanStatsMatchManifest: the planner's view of a generated dataset has
+// the spec's row counts and column spans inside the files.
+func TestPlanStatsMatchManifest(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "sf0.01")
+	genSmall(t, dir, GenOptions{ChunkRows: 4096})
+	ds, err := dataset.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ts := range PlanStats(ds) {
+		if got, want := ts.Rows(), specRowsSF001[ts.Name]; got != want {
+			t.Errorf("%s: %d rows, want %d", ts.Name, got, want)
+		}
+		tm, _ := ds.Table(ts.Name)
+		for ci, ch := range ts.Chunks {
+			size := tm.Files[ch.File].Size
+			for c := range ts.Columns {
+				if ch.Bytes[c] <= 0 || ch.Offset[c]%4096 != 0 || ch.Offset[c]+ch.Bytes[c] > size {
+					t.Fatalf("%s chunk %d column %s: span [%d,+%d) not an aligned span inside the %d-byte file",
+						ts.Name, ci, ts.Columns[c], ch.Offset[c], ch.Bytes[c], size)
+				}
+			}
+		}
+	}
+}

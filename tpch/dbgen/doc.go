@@ -29,4 +29,4 @@ package dbgen
 
 // Version identifies the generator's output; it changes only if the
 // generated values change.
-const Version = "dbgen-2.18-compatible/1"
+const Version = "dbgen-2.18-compatible/2"

@@ -101,6 +101,11 @@ func (s *streams) random(lower, upper int64, stream int) int64 {
 	s.usage[stream]++
 	s.value[stream] = (s.value[stream] * multiplier) % modulus
 	rng := float64(upper - lower + 1)
+	if lower == 0 && upper == maxLong {
+		// dbgen computes this range in 32-bit ints, where it overflows to
+		// -2^31: the draw is negative. a_rand (V_STR) relies on it.
+		rng = float64(int32(upper) - int32(lower) + int32(1))
+	}
 	return lower + int64(float64(s.value[stream])/dM*rng)
 }
 
