@@ -120,30 +120,15 @@ func readAll(t *testing.T, ds *dataset.Dataset, tab *schema.Table) *schema.Batch
 	if err != nil {
 		t.Fatal(err)
 	}
-	all := &schema.Batch{Table: tab, Cols: make([]schema.Vector, len(tab.Columns))}
-	for i := range all.Cols {
-		all.Cols[i].Offsets = []int32{0}
-	}
+	var bs []*schema.Batch
 	for ci := range tm.Chunks {
 		b, err := ds.ReadChunk(tab.Name, ci, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
-		all.Rows += b.Rows
-		for c := range b.Cols {
-			v, w := &all.Cols[c], &b.Cols[c]
-			v.I64 = append(v.I64, w.I64...)
-			v.I32 = append(v.I32, w.I32...)
-			if tab.Columns[c].Type == schema.String {
-				base := int32(len(v.Bytes))
-				for _, o := range w.Offsets[1:] {
-					v.Offsets = append(v.Offsets, base+o)
-				}
-				v.Bytes = append(v.Bytes, w.Bytes...)
-			}
-		}
+		bs = append(bs, b)
 	}
-	return all
+	return schema.Concat(bs)
 }
 
 func cell(b *schema.Batch, c, i int) string {

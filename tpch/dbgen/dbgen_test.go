@@ -83,9 +83,9 @@ func generateAll(t *testing.T, g *Generator, chunk int64) *tables {
 				children = append(children, c)
 			}
 		}
-		out.b[tab.Name] = concat(parts)
+		out.b[tab.Name] = schema.Concat(parts)
 		if len(children) > 0 {
-			cb := concat(children)
+			cb := schema.Concat(children)
 			out.b[cb.Table.Name] = cb
 		}
 	}
@@ -93,30 +93,6 @@ func generateAll(t *testing.T, g *Generator, chunk int64) *tables {
 		out.rows[k] = b.Rows
 	}
 	return out
-}
-
-func concat(bs []*schema.Batch) *schema.Batch {
-	t := bs[0].Table
-	all := &schema.Batch{Table: t, Cols: make([]schema.Vector, len(t.Columns))}
-	for i := range all.Cols {
-		all.Cols[i].Offsets = []int32{0}
-	}
-	for _, b := range bs {
-		all.Rows += b.Rows
-		for c := range b.Cols {
-			v, w := &all.Cols[c], &b.Cols[c]
-			v.I64 = append(v.I64, w.I64...)
-			v.I32 = append(v.I32, w.I32...)
-			if t.Columns[c].Type == schema.String {
-				base := int32(len(v.Bytes))
-				for _, o := range w.Offsets[1:] {
-					v.Offsets = append(v.Offsets, base+o)
-				}
-				v.Bytes = append(v.Bytes, w.Bytes...)
-			}
-		}
-	}
-	return all
 }
 
 func col(b *schema.Batch, name string) *schema.Vector {

@@ -53,3 +53,31 @@ func (b *Batch) Validate() error {
 	}
 	return nil
 }
+
+// Concat returns one batch holding the rows of bs in order (all of the same
+// table; at least one). The result owns new slices.
+func Concat(bs []*Batch) *Batch {
+	t := bs[0].Table
+	all := &Batch{Table: t, Cols: make([]Vector, len(t.Columns))}
+	for i := range all.Cols {
+		if t.Columns[i].Type == String {
+			all.Cols[i].Offsets = []int32{0}
+		}
+	}
+	for _, b := range bs {
+		all.Rows += b.Rows
+		for c := range b.Cols {
+			v, w := &all.Cols[c], &b.Cols[c]
+			v.I64 = append(v.I64, w.I64...)
+			v.I32 = append(v.I32, w.I32...)
+			if t.Columns[c].Type == String {
+				base := v.Offsets[len(v.Offsets)-1]
+				for _, o := range w.Offsets[1:] {
+					v.Offsets = append(v.Offsets, base+o)
+				}
+				v.Bytes = append(v.Bytes, w.Bytes...)
+			}
+		}
+	}
+	return all
+}
