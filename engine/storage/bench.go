@@ -31,6 +31,9 @@ type BenchOptions struct {
 	Seed      uint64        // random offsets' seed (rand pattern)
 	SQPoll    bool          // reader option (fio is run without sqthread_poll)
 	NoFixed   bool          // disable fixed buffers and registered files
+	// Rounds is how many interleaved (ours, fio) rounds VsFio runs (default 5; 8 or more give a
+	// 95% interval of the median ratio). Each side runs Duration per round.
+	Rounds int
 }
 
 // BenchResult is one side's figures.
@@ -45,23 +48,47 @@ type BenchResult struct {
 	P99us   float64 `json:"p99_us"`
 }
 
-// BenchReport is what BenchIO prints (as JSON with BenchOptions.JSON).
+// BenchRound is one round of a --vs-fio comparison: both sides on the same file, in the order
+// FioFirst says, and their ratios (ours / fio).
+type BenchRound struct {
+	Round     int         `json:"round"` // 1-based
+	FioFirst  bool        `json:"fio_first"`
+	Ours      BenchResult `json:"gostachio"`
+	Fio       BenchResult `json:"fio"`
+	RatioGBps float64     `json:"ratio_gbps"`
+	RatioIOPS float64     `json:"ratio_iops"`
+}
+
+// BenchReport is what BenchIO prints (as JSON with BenchOptions.JSON). Without VsFio, Ours is the
+// single run. With VsFio, Rounds holds every round; Ours and Fio hold each figure's median over
+// the rounds (Seconds and Bytes: totals); RatioGBps/RatioIOPS are the medians of the per-round
+// ratios (not ratios of medians), summarized with their 95% intervals in RatioGBpsStats and
+// RatioIOPSStats. Warmup is the untimed pass over the file that precedes the rounds.
 type BenchReport struct {
-	File      string       `json:"file"`
-	FileSize  int64        `json:"file_size"`
-	Pattern   string       `json:"pattern"`
-	BlockSize int64        `json:"block_size"`
-	QD        int          `json:"qd"`
-	Ours      BenchResult  `json:"gostachio"`
-	Fio       *BenchResult `json:"fio,omitempty"`
-	RatioGBps float64      `json:"ratio_gbps,omitempty"` // ours / fio
-	RatioIOPS float64      `json:"ratio_iops,omitempty"`
+	File           string       `json:"file"`
+	FileSize       int64        `json:"file_size"`
+	Pattern        string       `json:"pattern"`
+	BlockSize      int64        `json:"block_size"`
+	QD             int          `json:"qd"`
+	Seed           uint64       `json:"seed"`
+	Warmup         *BenchResult `json:"warmup,omitempty"`
+	Ours           BenchResult  `json:"gostachio"`
+	Fio            *BenchResult `json:"fio,omitempty"`
+	RatioGBps      float64      `json:"ratio_gbps,omitempty"` // ours / fio, median over rounds
+	RatioIOPS      float64      `json:"ratio_iops,omitempty"`
+	Rounds         []BenchRound `json:"rounds,omitempty"`
+	RatioGBpsStats *MedianCI    `json:"ratio_gbps_stats,omitempty"`
+	RatioIOPSStats *MedianCI    `json:"ratio_iops_stats,omitempty"`
 }
 
 // BenchIO implements `gostachio bench io`: O_DIRECT reads of one file at a fixed depth and block
-// size for a fixed time, reporting throughput, IOPS and latency percentiles; with VsFio, fio on
-// the same file with the same block size, depth, pattern, O_DIRECT and duration (io_uring engine),
-// and the ratio. Progress lines go to stderr, the report to stdout.
+// size for a fixed time, reporting throughput, IOPS and latency percentiles. With VsFio it
+// compares with fio on the same file with the same block size, depth, pattern, O_DIRECT and
+// duration (io_uring engine) the way Abedi & Brecht (ICPE'17) ask for on noisy machines: first an
+// untimed warm-up that reads the file once (so both sides start from the same host-cache state),
+// then Rounds rounds, each running the two sides back to back in an order drawn from Seed, and
+// the median of the per-round ratios with its nonparametric 95% interval (MedianCI). Progress
+// lines go to stderr, the report to stdout.
 func BenchIO(ctx context.Context, opts BenchOptions, stdout, stderr io.Writer) error {
 	if err := opts.fill(); err != nil {
 		return err
@@ -76,40 +103,140 @@ func BenchIO(ctx context.Context, opts BenchOptions, stdout, stderr io.Writer) e
 	if size < opts.BlockSize {
 		return fmt.Errorf("engine/storage: bench: %s has %d bytes, less than one %d-byte block", path, size, opts.BlockSize)
 	}
-	rep := BenchReport{File: path, FileSize: size, Pattern: opts.Pattern, BlockSize: opts.BlockSize, QD: opts.QD}
+	rep := BenchReport{File: path, FileSize: size, Pattern: opts.Pattern, BlockSize: opts.BlockSize, QD: opts.QD, Seed: opts.Seed}
 	fmt.Fprintf(stderr, "bench io: %s, %d bytes, %s %d-byte reads at QD %d for %v (%s)\n", path, size, opts.Pattern, opts.BlockSize, opts.QD, opts.Duration, opts.IO)
-	if rep.Ours, err = benchOurs(ctx, opts, path, size, stderr); err != nil {
-		return err
-	}
-	if opts.VsFio {
-		fmt.Fprintf(stderr, "bench io: running fio\n")
-		f, err := runFio(ctx, opts, path, size)
-		if err != nil {
+	if !opts.VsFio {
+		if rep.Ours, err = benchOurs(ctx, opts, path, size, 0, stderr); err != nil {
 			return err
 		}
-		rep.Fio = &f
-		if f.GBps > 0 {
-			rep.RatioGBps = rep.Ours.GBps / f.GBps
-		}
-		if f.IOPS > 0 {
-			rep.RatioIOPS = rep.Ours.IOPS / f.IOPS
-		}
+	} else if err := benchRounds(ctx, opts, path, size, &rep, stderr); err != nil {
+		return err
 	}
 	if opts.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(stdout, "file %s (%d bytes used), %s, bs %d, qd %d\n", rep.File, rep.FileSize, rep.Pattern, rep.BlockSize, rep.QD)
-	line := func(r BenchResult) {
-		fmt.Fprintf(stdout, "  %-9s %-5s %7.3f GB/s %10.0f IOPS  p50 %8.1f µs  p99 %8.1f µs\n", r.Tool, r.IO, r.GBps, r.IOPS, r.P50us, r.P99us)
-	}
-	line(rep.Ours)
-	if rep.Fio != nil {
-		line(*rep.Fio)
-		fmt.Fprintf(stdout, "  ratio gostachio/fio: %.3f (GB/s), %.3f (IOPS)\n", rep.RatioGBps, rep.RatioIOPS)
-	}
+	writeBenchText(stdout, &rep)
 	return nil
+}
+
+// benchRounds runs the warm-up and the interleaved rounds and fills rep.
+func benchRounds(ctx context.Context, opts BenchOptions, path string, size int64, rep *BenchReport, stderr io.Writer) error {
+	// Warm-up: one sequential pass over the extent both sides will read, in blocks of at least
+	// 1 MiB (fewer requests), not counted.
+	wopts := opts
+	wopts.Pattern, wopts.Duration = "seq", time.Hour
+	if size >= 1<<20 {
+		wopts.BlockSize = max(opts.BlockSize, 1<<20)
+	}
+	fmt.Fprintf(stderr, "bench io: warm-up: reading %d bytes once\n", size)
+	w, err := benchOurs(ctx, wopts, path, size, size/wopts.BlockSize*wopts.BlockSize, stderr)
+	if err != nil {
+		return fmt.Errorf("engine/storage: bench: warm-up: %w", err)
+	}
+	rep.Warmup = &w
+	order := rand.New(rand.NewPCG(opts.Seed, 0x0bde7))
+	var ours, fios []BenchResult
+	var rg, ri []float64
+	for i := 1; i <= opts.Rounds; i++ {
+		rd := BenchRound{Round: i, FioFirst: order.IntN(2) == 1}
+		for k := 0; k < 2; k++ {
+			if (k == 0) == rd.FioFirst {
+				fmt.Fprintf(stderr, "bench io: round %d/%d: fio\n", i, opts.Rounds)
+				if rd.Fio, err = runFio(ctx, opts, path, size); err != nil {
+					return err
+				}
+			} else {
+				fmt.Fprintf(stderr, "bench io: round %d/%d: gostachio\n", i, opts.Rounds)
+				// A different seed per round: random offsets do not repeat the previous round's.
+				o := opts
+				o.Seed = opts.Seed + uint64(i)
+				if rd.Ours, err = benchOurs(ctx, o, path, size, 0, stderr); err != nil {
+					return err
+				}
+			}
+		}
+		rd.RatioGBps, rd.RatioIOPS = ratio(rd.Ours.GBps, rd.Fio.GBps), ratio(rd.Ours.IOPS, rd.Fio.IOPS)
+		rep.Rounds = append(rep.Rounds, rd)
+		ours, fios = append(ours, rd.Ours), append(fios, rd.Fio)
+		rg, ri = append(rg, rd.RatioGBps), append(ri, rd.RatioIOPS)
+	}
+	rep.Ours = medianResult(ours)
+	f := medianResult(fios)
+	rep.Fio = &f
+	gs, is := medianCI(rg), medianCI(ri)
+	rep.RatioGBpsStats, rep.RatioIOPSStats = &gs, &is
+	rep.RatioGBps, rep.RatioIOPS = gs.Median, is.Median
+	return nil
+}
+
+func ratio(a, b float64) float64 {
+	if b > 0 {
+		return a / b
+	}
+	return 0
+}
+
+// medianResult is each figure's median over rs (Seconds and Bytes summed).
+func medianResult(rs []BenchResult) BenchResult {
+	if len(rs) == 0 {
+		return BenchResult{}
+	}
+	out := BenchResult{Tool: rs[0].Tool, IO: rs[0].IO}
+	med := func(get func(BenchResult) float64) float64 {
+		xs := make([]float64, len(rs))
+		for i, r := range rs {
+			xs[i] = get(r)
+		}
+		return medianCI(xs).Median
+	}
+	for _, r := range rs {
+		out.Seconds += r.Seconds
+		out.Bytes += r.Bytes
+	}
+	out.GBps = med(func(r BenchResult) float64 { return r.GBps })
+	out.IOPS = med(func(r BenchResult) float64 { return r.IOPS })
+	out.P50us = med(func(r BenchResult) float64 { return r.P50us })
+	out.P99us = med(func(r BenchResult) float64 { return r.P99us })
+	return out
+}
+
+// writeBenchText prints the report for people.
+func writeBenchText(w io.Writer, rep *BenchReport) {
+	fmt.Fprintf(w, "file %s (%d bytes used), %s, bs %d, qd %d\n", rep.File, rep.FileSize, rep.Pattern, rep.BlockSize, rep.QD)
+	line := func(label string, r BenchResult) {
+		fmt.Fprintf(w, "  %-9s %-5s %7.3f GB/s %10.0f IOPS  p50 %8.1f µs  p99 %8.1f µs\n", label, r.IO, r.GBps, r.IOPS, r.P50us, r.P99us)
+	}
+	if rep.Fio == nil {
+		line(rep.Ours.Tool, rep.Ours)
+		return
+	}
+	if rep.Warmup != nil {
+		fmt.Fprintf(w, "  warm-up (not counted): %d bytes at %.3f GB/s\n", rep.Warmup.Bytes, rep.Warmup.GBps)
+	}
+	fmt.Fprintf(w, "  %d rounds, order from seed %d:\n", len(rep.Rounds), rep.Seed)
+	for _, rd := range rep.Rounds {
+		first := "gostachio"
+		if rd.FioFirst {
+			first = "fio"
+		}
+		fmt.Fprintf(w, "  round %2d (%-9s first): ours %7.3f GB/s %10.0f IOPS, fio %7.3f GB/s %10.0f IOPS, ratio %.3f (GB/s) %.3f (IOPS)\n",
+			rd.Round, first, rd.Ours.GBps, rd.Ours.IOPS, rd.Fio.GBps, rd.Fio.IOPS, rd.RatioGBps, rd.RatioIOPS)
+	}
+	fmt.Fprintf(w, "  medians over rounds:\n")
+	line(rep.Ours.Tool, rep.Ours)
+	line(rep.Fio.Tool, *rep.Fio)
+	stat := func(name string, m *MedianCI) {
+		if m.CI {
+			fmt.Fprintf(w, "  ratio gostachio/fio (%s): median %.3f, 95%% CI [%.3f, %.3f] (ranks %d and %d of %d)\n", name, m.Median, m.Lo, m.Hi, m.LoRank, m.HiRank, m.N)
+			return
+		}
+		fmt.Fprintf(w, "  ratio gostachio/fio (%s): median %.3f, 95%% CI unavailable with %d rounds (needs 8); range [%.3f, %.3f] holds the median with probability %.4f\n",
+			name, m.Median, m.N, m.Min, m.Max, m.RangeCoverage)
+	}
+	stat("GB/s", rep.RatioGBpsStats)
+	stat("IOPS", rep.RatioIOPSStats)
 }
 
 func (o *BenchOptions) fill() error {
@@ -127,6 +254,9 @@ func (o *BenchOptions) fill() error {
 	}
 	if o.Duration <= 0 {
 		o.Duration = 10 * time.Second
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 5
 	}
 	if o.FioPath == "" {
 		o.FioPath = "fio"
@@ -174,8 +304,9 @@ func benchFile(data string) (string, int64, error) {
 	return best, bestSize, nil
 }
 
-// benchOurs keeps QD one-block requests in flight for opts.Duration, then drains.
-func benchOurs(ctx context.Context, opts BenchOptions, path string, size int64, stderr io.Writer) (BenchResult, error) {
+// benchOurs keeps QD one-block requests in flight for opts.Duration, or until stopBytes bytes were
+// issued if stopBytes > 0, then drains.
+func benchOurs(ctx context.Context, opts BenchOptions, path string, size, stopBytes int64, stderr io.Writer) (BenchResult, error) {
 	arena := min(alloc.ClassSize(opts.BlockSize)*int64(opts.QD), alloc.MaxArenaBytes)
 	pool, err := alloc.NewPool(alloc.Options{ArenaBytes: arena, Populate: true})
 	if err != nil {
@@ -213,14 +344,17 @@ func benchOurs(ctx context.Context, opts BenchOptions, path string, size int64, 
 		}
 		return off * opts.BlockSize
 	}
+	var issued int64
 	req := func() Request {
+		issued += opts.BlockSize
 		return Request{Ranges: []Range{{File: f, Offset: offset(), Length: opts.BlockSize}}}
 	}
+	full := func() bool { return stopBytes > 0 && issued >= stopBytes }
 	lat := make([]time.Duration, 0, 1<<16)
 	var total int64
 	var firstErr error
 	reqs := make([]Request, 0, opts.QD)
-	for i := 0; i < opts.QD; i++ {
+	for i := 0; i < opts.QD && !full(); i++ {
 		reqs = append(reqs, req())
 	}
 	t0 := clock.Now()
@@ -248,7 +382,7 @@ func benchOurs(ctx context.Context, opts BenchOptions, path string, size int64, 
 			total += c.Bytes
 			lat = append(lat, c.End-c.Submit)
 			c.Buffer.Release()
-			if !stop {
+			if !stop && !full() {
 				reqs = append(reqs, req())
 			}
 		}

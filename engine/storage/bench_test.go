@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -170,5 +171,79 @@ func TestParseFio(t *testing.T) {
 	}
 	if _, err := parseFio([]byte(`{"jobs":[]}`)); err == nil || !strings.Contains(err.Error(), "0 jobs") {
 		t.Fatalf("no jobs: %v", err)
+	}
+}
+
+// TestBenchIORounds runs --vs-fio rounds against a stand-in fio (a script printing a recorded fio
+// JSON result, 0.399899378 GB/s and 97631.684158 IOPS) and checks the warm-up, the order of the
+// sides in each round against the progress log, the per-round ratios and their summary.
+func TestBenchIORounds(t *testing.T) {
+	const size, bs = 4 << 20, 64 << 10
+	path, _ := writeRandom(t, size, 13)
+	dir := t.TempDir()
+	fake := filepath.Join(dir, "fio")
+	abs, err := filepath.Abs("testdata/fio-randread.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fake, []byte("#!/bin/sh\ncat '"+abs+"'\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var out, errOut bytes.Buffer
+	err = BenchIO(context.Background(), BenchOptions{Data: path, IO: IOPread, QD: 4, BlockSize: bs, Pattern: "rand",
+		Duration: 50 * time.Millisecond, VsFio: true, FioPath: fake, Rounds: 8, Seed: 7, JSON: true}, &out, &errOut)
+	if err != nil {
+		if strings.Contains(err.Error(), "refuses O_DIRECT") {
+			t.Skip(err)
+		}
+		t.Fatal(err)
+	}
+	var rep BenchReport
+	if err := json.Unmarshal(out.Bytes(), &rep); err != nil {
+		t.Fatalf("%v: %s", err, out.String())
+	}
+	if rep.Warmup == nil || rep.Warmup.Bytes != size {
+		t.Fatalf("warm-up %+v, want one pass of %d bytes", rep.Warmup, size)
+	}
+	if len(rep.Rounds) != 8 {
+		t.Fatalf("%d rounds, want 8", len(rep.Rounds))
+	}
+	// The progress log names the sides in the order they ran.
+	var order []string
+	for _, l := range strings.Split(errOut.String(), "\n") {
+		if i := strings.Index(l, ": round "); i >= 0 {
+			order = append(order, l[strings.LastIndex(l, " ")+1:])
+		}
+	}
+	if len(order) != 16 {
+		t.Fatalf("progress log has %d round lines, want 16:\n%s", len(order), errOut.String())
+	}
+	fioFirst := 0
+	var ratios []float64
+	for i, rd := range rep.Rounds {
+		want := []string{"gostachio", "fio"}
+		if rd.FioFirst {
+			want = []string{"fio", "gostachio"}
+			fioFirst++
+		}
+		if order[2*i] != want[0] || order[2*i+1] != want[1] {
+			t.Errorf("round %d ran %v, report says fio_first=%v", rd.Round, order[2*i:2*i+2], rd.FioFirst)
+		}
+		if rd.Fio.GBps != 0.399899378 || rd.Ours.Bytes <= 0 {
+			t.Fatalf("round %d: %+v", rd.Round, rd)
+		}
+		if want := rd.Ours.GBps / 0.399899378; rd.RatioGBps != want {
+			t.Errorf("round %d ratio %v want %v", rd.Round, rd.RatioGBps, want)
+		}
+		ratios = append(ratios, rd.RatioGBps)
+	}
+	if fioFirst == 0 || fioFirst == 8 {
+		t.Errorf("fio ran first in %d of 8 rounds: the order is not randomized", fioFirst)
+	}
+	// Median of 8 ratios: mean of the 4th and 5th smallest; 95% CI ranks 2 and 8.
+	slices.Sort(ratios)
+	st := rep.RatioGBpsStats
+	if st == nil || !st.CI || st.Median != (ratios[3]+ratios[4])/2 || st.Lo != ratios[1] || st.Hi != ratios[7] || rep.RatioGBps != st.Median {
+		t.Fatalf("stats %+v for sorted ratios %v", st, ratios)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sync"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -183,7 +184,7 @@ func (p *Pool) put(b *Buffer) {
 		}
 		p.mu.Unlock()
 		if arena != nil {
-			_ = unix.Munmap(arena)
+			_ = munmap(arena)
 		}
 		return
 	}
@@ -201,7 +202,7 @@ func (p *Pool) put(b *Buffer) {
 	}
 	p.mapped -= bs
 	p.mu.Unlock()
-	_ = unix.Munmap(b.data)
+	_ = munmap(b.data)
 }
 
 // Stats implements Allocator.
@@ -224,7 +225,7 @@ func (p *Pool) Close() error {
 	for c, l := range p.free {
 		for _, b := range l {
 			if !b.arena {
-				_ = unix.Munmap(b.data)
+				_ = munmap(b.data)
 				p.mapped -= int64(len(b.data))
 			}
 		}
@@ -232,7 +233,7 @@ func (p *Pool) Close() error {
 	}
 	p.idle, p.idleDed = 0, 0
 	if p.arena != nil && p.outArena == 0 {
-		err := unix.Munmap(p.arena)
+		err := munmap(p.arena)
 		p.mapped -= int64(len(p.arena))
 		p.arena = nil
 		if err != nil {
@@ -242,10 +243,54 @@ func (p *Pool) Close() error {
 	return nil
 }
 
+// HugePageSize is the transparent huge page size mappings of at least this size are aligned to.
+const HugePageSize = 2 << 20
+
+// mmap maps size bytes of anonymous memory. Mappings of at least HugePageSize are aligned to it
+// and advised MADV_HUGEPAGE (where THP is "madvise" or "always"): an O_DIRECT read into
+// physically contiguous memory needs one DMA segment instead of one per 4 KiB page, so a 1 MiB
+// read (256 pages) no longer exceeds a virtio disk's 254-segment limit and is not split in two.
+// The advice is best effort: without THP the mapping works with small pages. populate pre-faults
+// it (after the advice, so the faults take huge pages). Unmap it with munmap.
 func mmap(size int64, populate bool) ([]byte, error) {
-	flags := unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
-	if populate {
-		flags |= unix.MAP_POPULATE
+	const prot, flags = unix.PROT_READ | unix.PROT_WRITE, unix.MAP_PRIVATE | unix.MAP_ANONYMOUS
+	if size < HugePageSize {
+		f := flags
+		if populate {
+			f |= unix.MAP_POPULATE
+		}
+		p, err := unix.MmapPtr(-1, 0, nil, uintptr(size), prot, f)
+		if err != nil {
+			return nil, err
+		}
+		return unsafe.Slice((*byte)(p), size), nil
 	}
-	return unix.Mmap(-1, 0, int(size), unix.PROT_READ|unix.PROT_WRITE, flags)
+	// Over-map by one huge page, then trim the unaligned head and the tail.
+	p, err := unix.MmapPtr(-1, 0, nil, uintptr(size+HugePageSize), prot, flags)
+	if err != nil {
+		return nil, err
+	}
+	base := uintptr(p)
+	start := (base + HugePageSize - 1) &^ (HugePageSize - 1)
+	if head := start - base; head > 0 {
+		_ = unix.MunmapPtr(p, head)
+	}
+	if tail := base + uintptr(size+HugePageSize) - (start + uintptr(size)); tail > 0 {
+		_ = unix.MunmapPtr(unsafe.Add(p, start-base+uintptr(size)), tail)
+	}
+	m := unsafe.Slice((*byte)(unsafe.Add(p, start-base)), size)
+	_ = unix.Madvise(m, unix.MADV_HUGEPAGE)
+	if populate {
+		if err := unix.Madvise(m, unix.MADV_POPULATE_WRITE); err != nil { // before Linux 5.14: touch
+			for i := 0; i < len(m); i += PageSize {
+				m[i] = 0
+			}
+		}
+	}
+	return m, nil
+}
+
+// munmap unmaps a mapping made by mmap.
+func munmap(m []byte) error {
+	return unix.MunmapPtr(unsafe.Pointer(unsafe.SliceData(m)), uintptr(len(m)))
 }

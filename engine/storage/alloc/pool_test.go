@@ -153,3 +153,28 @@ func BenchmarkPoolAllocRelease(b *testing.B) {
 		buf.Release()
 	}
 }
+
+// TestHugePageAlignment: mappings of at least HugePageSize start on a huge-page boundary (so THP
+// can back them with physically contiguous memory), smaller ones on a page boundary; all are
+// writable end to end and unmapped by Close.
+func TestHugePageAlignment(t *testing.T) {
+	for _, tc := range []struct {
+		size  int64
+		align uintptr
+	}{{HugePageSize, HugePageSize}, {5 << 20, HugePageSize}, {HugePageSize - PageSize, PageSize}} {
+		for _, populate := range []bool{false, true} {
+			p, err := NewPool(Options{ArenaBytes: tc.size, Populate: populate})
+			if err != nil {
+				t.Fatal(err)
+			}
+			a := p.Arena()
+			if int64(len(a)) != tc.size || uintptr(unsafe.Pointer(&a[0]))%tc.align != 0 {
+				t.Errorf("size %d: arena %p len %d, want alignment %d", tc.size, &a[0], len(a), tc.align)
+			}
+			a[0], a[len(a)-1] = 1, 2
+			if err := p.Close(); err != nil || p.Stats().MappedBytes != 0 {
+				t.Errorf("size %d: close %v, still mapped %d", tc.size, err, p.Stats().MappedBytes)
+			}
+		}
+	}
+}
