@@ -1,0 +1,52 @@
+package experiments
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// TestDemo runs the demo on a tiny dataset and checks its report: every
+// query on both setups under both policies, serial as the speedup baseline,
+// overlap never slower than serial, and a trace file Perfetto can parse.
+func TestDemo(t *testing.T) {
+	root := t.TempDir()
+	var out jsonBuffer
+	err := Demo(context.Background(), DemoOptions{Data: filepath.Join(root, "data"), Out: filepath.Join(root, "out"),
+		SF: 0.002, ChunkRows: 1024, ClusterSF: 10, JSON: true}, &out, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep DemoReport
+	if err := json.Unmarshal(out, &rep); err != nil {
+		t.Fatalf("demo JSON: %v", err)
+	}
+	if want := 3 * 2 * 2; len(rep.Rows) != want {
+		t.Fatalf("%d rows, want %d (3 queries x 2 setups x 2 policies)", len(rep.Rows), want)
+	}
+	for i := 0; i < len(rep.Rows); i += 2 {
+		s, o := rep.Rows[i], rep.Rows[i+1]
+		if s.Policy != "serial" || o.Policy != "overlap" || s.Query != o.Query || s.Profile != o.Profile {
+			t.Fatalf("rows %d,%d are not a serial/overlap pair: %+v %+v", i, i+1, s, o)
+		}
+		if s.Speedup != 1 || o.Speedup != s.SimMs/o.SimMs || o.Speedup < 1 {
+			t.Errorf("%s on %s: serial %.3f ms, overlap %.3f ms, speedups %.3f/%.3f", s.Query, s.Profile, s.SimMs, o.SimMs, s.Speedup, o.Speedup)
+		}
+		if o.Efficiency <= 0 || o.Efficiency > 1 {
+			t.Errorf("%s on %s: overlap efficiency %v outside (0,1]", o.Query, o.Profile, o.Efficiency)
+		}
+	}
+	b, err := os.ReadFile(rep.Trace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var trace struct {
+		TraceEvents []map[string]any `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &trace); err != nil || len(trace.TraceEvents) == 0 {
+		t.Fatalf("trace %s: %v, %d events", rep.Trace, err, len(trace.TraceEvents))
+	}
+}
