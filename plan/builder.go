@@ -193,3 +193,50 @@ func (b *Builder) Build() (*Plan, error) {
 	}
 	return &p, nil
 }
+
+// The methods below build executable operators: their Expr is an
+// expression tree (expr.go) the engine's kernels evaluate, not just text.
+
+// Where keeps the rows satisfying pred (estimated fraction sel).
+func (pp *Pipe) Where(pred Expr, sel float64) *Pipe {
+	return pp.add(Op{Kind: OpFilter, Label: pred.String(), Expr: pred, Selectivity: sel})
+}
+
+// Select replaces the columns by cols, computed from the input (width:
+// estimated bytes per output row).
+func (pp *Pipe) Select(width int, cols ...Named) *Pipe {
+	p := Projection(cols)
+	return pp.add(Op{Kind: OpProject, Label: p.String(), Expr: p, Out: p.Names(), Selectivity: 1, OutWidth: width})
+}
+
+// Join probes the hash table of pipeline build (see plan.Join) on keys
+// (nil: cross join), carrying the build columns carry; sel output rows per
+// probe row, width bytes per output row. It makes the pipeline wait for
+// build.
+func (pp *Pipe) Join(kind JoinKind, build int, keys []string, carry []string, sel float64, width int) *Pipe {
+	pp.After(build)
+	j := Join{Kind: kind, Carry: append([]string(nil), carry...)}
+	return pp.add(Op{Kind: OpHashProbe, Label: fmt.Sprintf("%s on %v", j, keys), Keys: append([]string(nil), keys...),
+		Out: j.Carry, Expr: j, Build: build, Selectivity: sel, OutWidth: width})
+}
+
+// Partial aggregates per device into at most groups groups of width bytes,
+// grouping on keys (none: one group).
+func (pp *Pipe) Partial(groups int64, width int, keys []string, aggs ...Agg) *Pipe {
+	a := Aggs(aggs)
+	return pp.add(Op{Kind: OpAggPartial, Label: "partial " + a.String(), Expr: a, Keys: append([]string(nil), keys...),
+		Groups: groups, OutWidth: width})
+}
+
+// Final merges the partial states of the same aggregates into at most
+// groups groups.
+func (pp *Pipe) Final(groups int64, width int, keys []string, aggs ...Agg) *Pipe {
+	a := Aggs(aggs)
+	return pp.add(Op{Kind: OpAggFinal, Label: "final " + a.String(), Expr: a, Keys: append([]string(nil), keys...),
+		Groups: groups, OutWidth: width})
+}
+
+// Output ends the pipeline with the query result: columns cols, in order.
+func (pp *Pipe) Output(cols ...string) int {
+	return pp.add(Op{Kind: OpResult, Label: "result", In: append([]string(nil), cols...), Out: append([]string(nil), cols...), Selectivity: 1}).Done()
+}

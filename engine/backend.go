@@ -1,0 +1,296 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"time"
+
+	"gostachio/dataset"
+	"gostachio/engine/storage"
+	"gostachio/engine/storage/alloc"
+	"gostachio/kernels/cpu"
+	"gostachio/plan"
+	"gostachio/scheduler"
+)
+
+// Backend executes scheduler tasks for real on this machine: reads through
+// the storage reader (io_uring, O_DIRECT), copies and kernels on the CPU
+// (each device is a worker group; kernels of all devices share a pool of
+// GOMAXPROCS slots), exchanges between devices in memory. It implements
+// scheduler.Backend for one run of one plan: make a new one per run.
+//
+// Concurrency: Start is called from the scheduler's goroutine only; work
+// runs on goroutines that report back through the completion queue, which
+// Next drains. Data of the run (unit buffers, per-device outputs, partial
+// aggregate states, hash tables) lives in a runData guarded per pipeline.
+type Backend struct {
+	ds     *dataset.Dataset
+	plan   *plan.Plan
+	topo   scheduler.Topology
+	clock  *storage.MonotonicClock
+	reader *storage.Reader
+	alloc  alloc.Allocator
+	slots  chan struct{} // CPU slots for copies, kernels and merges
+	data   *runData
+
+	mu      sync.Mutex
+	queue   []scheduler.Completion
+	notify  chan struct{}
+	started int // tasks started and not yet returned by Next
+	reads   map[uint64]*scheduler.Task
+	readTag uint64
+	readErr error
+	pumping bool
+	ctx     context.Context
+	cancel  context.CancelFunc
+}
+
+var _ scheduler.Backend = (*Backend)(nil)
+
+// BackendOptions configure a Backend.
+type BackendOptions struct {
+	// Devices is the number of worker groups (scheduler devices); 0: GOMAXPROCS.
+	Devices int
+	// Mem is the memory budget in bytes: a quarter for I/O buffers (the
+	// scheduler's pinned budget), the rest split over the devices; the
+	// engine also fails a query whose retained data exceeds it.
+	Mem int64
+	// Buffered reads through the page cache instead of O_DIRECT.
+	Buffered bool
+	// IO picks the storage backend (storage.IOAuto, IOUring, IOPread).
+	IO string
+	// Allocator provides I/O buffers (tests pass a checked one); nil: a
+	// pool sized to the I/O budget, closed with the backend.
+	Allocator alloc.Allocator
+	// Log receives one-line notices (storage fallbacks).
+	Log interface{ Write([]byte) (int, error) }
+}
+
+// NewBackend prepares a run of p over dataset ds.
+func NewBackend(ds *dataset.Dataset, p *plan.Plan, opts BackendOptions) (*Backend, error) {
+	if opts.Devices <= 0 {
+		opts.Devices = runtime.GOMAXPROCS(0)
+	}
+	if opts.Mem <= 0 {
+		return nil, fmt.Errorf("engine: memory budget %d must be positive", opts.Mem)
+	}
+	if err := checkExecutable(p); err != nil {
+		return nil, err
+	}
+	pinned := opts.Mem / 4
+	b := &Backend{ds: ds, plan: p, clock: storage.NewMonotonicClock(),
+		topo: scheduler.Topology{Nodes: 1, Devices: opts.Devices, SSDs: 1, NICs: 1,
+			DeviceMem: (opts.Mem - pinned) / int64(opts.Devices), PinnedMem: pinned},
+		slots: make(chan struct{}, runtime.GOMAXPROCS(0)), notify: make(chan struct{}, 1),
+		reads: map[uint64]*scheduler.Task{}}
+	b.ctx, b.cancel = context.WithCancel(context.Background())
+	sopts := storage.DefaultOptions()
+	if opts.IO != "" {
+		sopts.IO = opts.IO
+	}
+	sopts.Buffered = opts.Buffered
+	sopts.Clock = b.clock
+	sopts.Allocator = opts.Allocator
+	if opts.Log != nil {
+		sopts.Log = opts.Log
+	}
+	r, err := storage.NewReader(sopts)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	b.reader = r
+	b.alloc = r.Allocator()
+	b.data = newRunData(ds, p, opts.Devices, opts.Mem)
+	return b, nil
+}
+
+// Close releases the reader and every buffer the run still holds.
+func (b *Backend) Close() error {
+	b.cancel()
+	b.data.releaseAll()
+	return b.reader.Close()
+}
+
+// Topology implements scheduler.Backend.
+func (b *Backend) Topology() scheduler.Topology { return b.topo }
+
+// Now implements scheduler.Backend: time since the backend was made.
+func (b *Backend) Now() scheduler.Time { return scheduler.Time(b.clock.Now()) }
+
+// Result is the query result once the run's result merge completed (nil
+// before, or for a plan whose result is empty).
+func (b *Backend) Result() *cpu.Batch { return b.data.result }
+
+// IOBytes is what the storage devices transferred during the run.
+func (b *Backend) IOBytes() int64 { return b.data.ioBytes.Load() }
+
+// PeakRetained is the most data the run held at once outside I/O buffers.
+func (b *Backend) PeakRetained() int64 { return b.data.peak.Load() }
+
+// Start implements scheduler.Backend.
+func (b *Backend) Start(t *scheduler.Task) error {
+	b.mu.Lock()
+	b.started++
+	b.mu.Unlock()
+	switch t.Kind {
+	case scheduler.TaskRead:
+		return b.startRead(t)
+	case scheduler.TaskSync:
+		// The CPU has no device queue to drain: the round trip is free.
+		now := b.Now()
+		b.complete(scheduler.Completion{Task: t, Start: now})
+		return nil
+	case scheduler.TaskH2D, scheduler.TaskKernel, scheduler.TaskD2H, scheduler.TaskSend, scheduler.TaskMerge:
+		go b.runCPU(t)
+		return nil
+	}
+	return fmt.Errorf("engine: task kind %s not supported by the CPU engine", t.Kind)
+}
+
+// runCPU runs one task that occupies a CPU slot.
+func (b *Backend) runCPU(t *scheduler.Task) {
+	select {
+	case b.slots <- struct{}{}:
+	case <-b.ctx.Done():
+		b.complete(scheduler.Completion{Task: t, Start: b.Now(), Err: b.ctx.Err()})
+		return
+	}
+	c := scheduler.Completion{Task: t, Start: b.Now()}
+	var err error
+	switch t.Kind {
+	case scheduler.TaskH2D:
+		err = b.data.copyIn(t)
+	case scheduler.TaskKernel:
+		c.OutRows, c.OutBytes, c.PartBytes, err = b.data.kernel(t)
+	case scheduler.TaskD2H:
+		err = b.data.copyOut(t)
+	case scheduler.TaskSend:
+		err = b.data.send(t)
+	case scheduler.TaskMerge:
+		c.OutRows, c.OutBytes, err = b.data.merge(t)
+	}
+	<-b.slots
+	c.Err = err
+	b.complete(c)
+}
+
+// startRead submits a data or metadata read to the storage reader.
+func (b *Backend) startRead(t *scheduler.Task) error {
+	path, err := b.data.filePath(t)
+	if err != nil {
+		return err
+	}
+	length := t.Bytes
+	if t.Meta {
+		// A metadata read fetches up to MetaBytes of the chunk's header:
+		// never past the end of a small file.
+		size, err := b.data.fileSize(path)
+		if err != nil {
+			return err
+		}
+		length = min(length, size-t.Offset)
+		if length <= 0 {
+			b.complete(scheduler.Completion{Task: t, Start: b.Now()})
+			return nil
+		}
+	}
+	b.mu.Lock()
+	b.readTag++
+	tag := b.readTag
+	b.reads[tag] = t
+	pump := !b.pumping
+	b.pumping = true
+	b.mu.Unlock()
+	req := storage.Request{Tag: tag, Device: int(t.Res.Index), Ranges: []storage.Range{{Path: path, Offset: t.Offset, Length: length}}}
+	if err := b.reader.Submit(req); err != nil {
+		b.mu.Lock()
+		delete(b.reads, tag)
+		b.mu.Unlock()
+		return fmt.Errorf("engine: read %s [%d, +%d): %w", path, t.Offset, length, err)
+	}
+	if pump {
+		go b.pumpReads()
+	}
+	return nil
+}
+
+// pumpReads turns storage completions into task completions until no read
+// is pending; startRead restarts it.
+func (b *Backend) pumpReads() {
+	var cs []storage.Completion
+	for {
+		var err error
+		cs, err = b.reader.Wait(b.ctx, cs[:0])
+		for i := range cs {
+			sc := &cs[i]
+			b.mu.Lock()
+			t := b.reads[sc.Tag]
+			delete(b.reads, sc.Tag)
+			b.mu.Unlock()
+			c := scheduler.Completion{Task: t, Start: scheduler.Time(sc.Start), Err: sc.Err}
+			if sc.Err == nil {
+				b.data.ioBytes.Add(sc.IOBytes)
+				if t.Meta {
+					sc.Buffer.Release()
+				} else {
+					b.data.addRead(t, sc.Ranges[0], sc.Buffer)
+				}
+			}
+			b.complete(c)
+		}
+		if err != nil {
+			b.mu.Lock()
+			if len(b.reads) == 0 || b.ctx.Err() != nil {
+				b.pumping = false
+				b.mu.Unlock()
+				return
+			}
+			b.mu.Unlock()
+			// A read was registered but not yet submitted: try again.
+			time.Sleep(50 * time.Microsecond)
+		}
+	}
+}
+
+// complete queues a completion, stamping its End under the queue lock so
+// completions come out of Next in End order.
+func (b *Backend) complete(c scheduler.Completion) {
+	b.mu.Lock()
+	c.End = b.Now()
+	if c.End < c.Start {
+		c.End = c.Start
+	}
+	b.queue = append(b.queue, c)
+	b.mu.Unlock()
+	select {
+	case b.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Next implements scheduler.Backend.
+func (b *Backend) Next(ctx context.Context) (scheduler.Completion, error) {
+	for {
+		b.mu.Lock()
+		if len(b.queue) > 0 {
+			c := b.queue[0]
+			b.queue = b.queue[1:]
+			b.started--
+			b.mu.Unlock()
+			return c, nil
+		}
+		idle := b.started == 0
+		b.mu.Unlock()
+		if idle {
+			return scheduler.Completion{}, scheduler.ErrIdle
+		}
+		select {
+		case <-b.notify:
+		case <-ctx.Done():
+			b.cancel()
+			return scheduler.Completion{}, ctx.Err()
+		}
+	}
+}

@@ -1,0 +1,379 @@
+package engine
+
+import (
+	"fmt"
+
+	"gostachio/kernels/cpu"
+	"gostachio/plan"
+	"gostachio/scheduler"
+)
+
+// kernel runs a kernel task: a unit's fused streaming ops (and its sink's
+// routing), or a pipeline's finalize step (Unit < 0). It returns what the
+// scheduler learns from execution: output rows and bytes, and for an
+// exchange the bytes bound for each worker.
+func (d *runData) kernel(t *scheduler.Task) (rows, bytes int64, parts []int64, err error) {
+	pl := &d.plan.Pipelines[t.Pipeline]
+	pd := &d.pipes[t.Pipeline]
+	dev := int(t.Device)
+	var in *cpu.Batch
+	switch {
+	case t.Unit < 0:
+		pd.mu.Lock()
+		in, err = concat(pd.left[dev])
+		pd.left[dev] = nil
+		pd.mu.Unlock()
+	case pl.Source.Kind == plan.SourceScan:
+		u := d.unit(t)
+		d.mu.Lock()
+		in, u.in = u.in, nil
+		d.mu.Unlock()
+		if in != nil {
+			defer d.track(-in.Bytes())
+		}
+		if pd.kind != kindResult {
+			d.dropUnit(t)
+		}
+	default:
+		in, err = d.inputs(pl, dev)
+	}
+	if err != nil {
+		return 0, 0, nil, err
+	}
+	out, parts, groups, err := d.runOps(t, in)
+	if err != nil {
+		return 0, 0, nil, fmt.Errorf("engine: %s pipeline %d (%s): %w", d.plan.Name, t.Pipeline, pl.Name, err)
+	}
+	if pd.kind == kindAgg && t.Unit >= 0 {
+		return groups, 0, nil, nil
+	}
+	if out != nil {
+		rows, bytes = int64(out.Rows), batchBytes(out)
+	}
+	switch {
+	case t.Unit < 0 || pd.kind == kindAccumulate:
+		if out != nil {
+			pd.mu.Lock()
+			pd.left[dev] = append(pd.left[dev], out)
+			pd.mu.Unlock()
+			err = d.track(bytes)
+		}
+	case pd.kind == kindResult:
+		u := d.unit(t)
+		d.mu.Lock()
+		u.out = out
+		d.mu.Unlock()
+		err = d.track(bytes)
+	}
+	return rows, bytes, parts, err
+}
+
+// batchBytes is what a batch moves; an empty batch moves nothing.
+func batchBytes(b *cpu.Batch) int64 {
+	if b == nil || b.Rows == 0 {
+		return 0
+	}
+	return b.Bytes()
+}
+
+func concat(bs []*cpu.Batch) (*cpu.Batch, error) {
+	switch len(bs) {
+	case 0:
+		return nil, nil
+	case 1:
+		return bs[0], nil
+	}
+	return cpu.Concat(bs)
+}
+
+// inputs is the one unit of an inputs pipeline on dev: the union of what
+// its input pipelines left there.
+func (d *runData) inputs(pl *plan.Pipeline, dev int) (*cpu.Batch, error) {
+	var all []*cpu.Batch
+	for _, in := range pl.Source.Inputs {
+		if err := d.materialize(int32(in), dev); err != nil {
+			return nil, err
+		}
+		ip := &d.pipes[in]
+		ip.mu.Lock()
+		all = append(all, ip.left[dev]...)
+		ip.mu.Unlock()
+	}
+	b, err := concat(all)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %s pipeline %s: inputs do not share columns: %w", d.plan.Name, pl.Name, err)
+	}
+	return b, nil
+}
+
+// runOps applies t's ops to in. A partial aggregate folds into the
+// device's state (groups: how many groups the unit added); an exchange
+// sink routes the output (parts: bytes per destination worker).
+func (d *runData) runOps(t *scheduler.Task, in *cpu.Batch) (out *cpu.Batch, parts []int64, groups int64, err error) {
+	dev := int(t.Device)
+	b := in
+	for i := range t.Ops {
+		op := &t.Ops[i]
+		switch op.Kind {
+		case plan.OpScan, plan.OpHashBuild, plan.OpResult:
+			// Scan: decoded by the copy. Build: the retained output is the
+			// table's rows (indexed on first probe). Result: the host merge.
+		case plan.OpFilter:
+			if b != nil {
+				b, err = cpu.Filter(b, op.Expr)
+			}
+		case plan.OpProject:
+			if b != nil {
+				b, err = cpu.Project(b, op.Expr.(plan.Projection))
+			}
+		case plan.OpHashProbe:
+			if b != nil {
+				b, err = d.probe(op, dev, b)
+			}
+		case plan.OpAggPartial:
+			groups, err = d.fold(t.Pipeline, op, dev, b)
+			return nil, nil, groups, err
+		case plan.OpAggFinal:
+			a := cpu.NewAggregator(op.Keys, op.Expr.(plan.Aggs), true)
+			if b != nil {
+				if err = a.Merge(b); err != nil {
+					break
+				}
+			}
+			if b != nil || len(op.Keys) == 0 {
+				b, err = a.Result(true)
+			}
+		case plan.OpSort, plan.OpTopK:
+			if b != nil {
+				b, err = cpu.Sort(b, sortKeys(op.Keys), op.Limit)
+			}
+		case plan.OpShuffle, plan.OpBroadcast, plan.OpGather:
+			parts, err = d.route(t.Pipeline, dev, b)
+			return b, parts, 0, err
+		default:
+			err = fmt.Errorf("operator %s not supported by the CPU engine", op.Kind)
+		}
+		if err != nil {
+			return nil, nil, 0, fmt.Errorf("%s %q: %w", op.Kind, op.Label, err)
+		}
+	}
+	return b, nil, 0, nil
+}
+
+func sortKeys(keys []string) []plan.SortKey {
+	out := make([]plan.SortKey, len(keys))
+	for i, k := range keys {
+		out[i] = plan.ParseSortKey(k)
+	}
+	return out
+}
+
+// fold adds a unit's rows to the device's partial aggregate state.
+func (d *runData) fold(p int32, op *plan.Op, dev int, b *cpu.Batch) (int64, error) {
+	if b == nil || b.Rows == 0 {
+		return 0, nil
+	}
+	aggs := op.Expr.(plan.Aggs)
+	args := make([]*cpu.Vec, len(aggs))
+	for i, a := range aggs {
+		if a.Arg == nil {
+			continue
+		}
+		v, err := cpu.Eval(b, a.Arg)
+		if err != nil {
+			return 0, fmt.Errorf("argument of %s: %w", a, err)
+		}
+		args[i] = &v
+	}
+	pd := &d.pipes[p]
+	pd.mu.Lock()
+	defer pd.mu.Unlock()
+	st := pd.state[dev]
+	before := 0
+	if st == nil {
+		// A new state reports all its groups (a no-keys aggregate starts
+		// with its one group: it must still count as output).
+		st = cpu.NewAggregator(op.Keys, aggs, false)
+		pd.state[dev] = st
+	} else {
+		before = st.Groups()
+	}
+	if err := st.Update(b, args); err != nil {
+		return 0, err
+	}
+	return int64(st.Groups() - before), nil
+}
+
+// materialize turns pipeline p's partial aggregate state on dev into a
+// batch and routes it like a unit's exchange output (once).
+func (d *runData) materialize(p int32, dev int) error {
+	pd := &d.pipes[p]
+	if pd.kind != kindAgg {
+		return nil
+	}
+	pd.mu.Lock()
+	st := pd.state[dev]
+	if st == nil || pd.emitted[dev] {
+		pd.mu.Unlock()
+		return nil
+	}
+	pd.emitted[dev] = true
+	pd.state[dev] = nil
+	pd.mu.Unlock()
+	b, err := st.Result(false)
+	if err != nil {
+		return fmt.Errorf("engine: %s pipeline %d: %w", d.plan.Name, p, err)
+	}
+	_, err = d.route(p, dev, b)
+	return err
+}
+
+// route splits an exchange output of device src over the workers by the
+// pipeline's sink (gather: all to 0; broadcast: all to every worker;
+// shuffle: hash partitions on the sink's keys). The share of src itself
+// lands at once; the others wait for their send.
+func (d *runData) route(p int32, src int, b *cpu.Batch) ([]int64, error) {
+	pd := &d.pipes[p]
+	sizes := make([]int64, d.devices)
+	if b == nil {
+		return sizes, nil
+	}
+	shares := make([]*cpu.Batch, d.devices)
+	switch pd.sink.Kind {
+	case plan.OpGather:
+		shares[0] = b
+	case plan.OpBroadcast:
+		for w := range shares {
+			shares[w] = b
+		}
+	case plan.OpShuffle:
+		ps, err := cpu.Partition(b, pd.sink.Keys, d.devices)
+		if err != nil {
+			return nil, err
+		}
+		copy(shares, ps)
+	}
+	var total int64
+	pd.mu.Lock()
+	for w, s := range shares {
+		if s == nil || s.Rows == 0 {
+			continue
+		}
+		sizes[w] = s.Bytes()
+		total += sizes[w]
+		if w == src {
+			pd.left[w] = append(pd.left[w], s)
+		} else {
+			pd.pending[src][w] = append(pd.pending[src][w], s)
+		}
+	}
+	pd.mu.Unlock()
+	return sizes, d.track(total)
+}
+
+// send delivers everything device src holds for device dst of the task's
+// pipeline: a send may carry one unit's share, a coalesced message or a
+// flushed aggregate state; delivering all pending data is right for each
+// (the consumer starts only once the pipeline is done everywhere).
+func (d *runData) send(t *scheduler.Task) error {
+	src, dst := int(t.Device), int(t.PeerDevice)
+	if src < 0 || src >= d.devices || dst < 0 || dst >= d.devices {
+		return fmt.Errorf("engine: send task %d from device %d to %d outside %d devices", t.ID, src, dst, d.devices)
+	}
+	if err := d.materialize(t.Pipeline, src); err != nil {
+		return err
+	}
+	pd := &d.pipes[t.Pipeline]
+	pd.mu.Lock()
+	pd.left[dst] = append(pd.left[dst], pd.pending[src][dst]...)
+	pd.pending[src][dst] = nil
+	pd.mu.Unlock()
+	return nil
+}
+
+// probe joins b against build pipeline op.Build's table on dev.
+func (d *runData) probe(op *plan.Op, dev int, b *cpu.Batch) (*cpu.Batch, error) {
+	j := op.Expr.(plan.Join)
+	bp := &d.pipes[op.Build]
+	bp.mu.Lock()
+	ht := bp.tables[dev]
+	var err error
+	if ht == nil {
+		var rows *cpu.Batch
+		rows, err = concat(bp.left[dev])
+		if err == nil && rows != nil {
+			ht, err = cpu.BuildHashTable(rows, d.plan.Pipelines[op.Build].Sink().Keys)
+			bp.tables[dev] = ht
+		}
+	}
+	bp.mu.Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("build of pipeline %d: %w", op.Build, err)
+	}
+	if ht == nil {
+		// Nothing was built on this device.
+		switch j.Kind {
+		case plan.JoinAnti:
+			return b, nil
+		case plan.JoinLeftOuter:
+			return nil, fmt.Errorf("left outer join with an empty build side on device %d", dev)
+		}
+		return nil, nil
+	}
+	return ht.Probe(b, op.Keys, j.Kind, j.Carry)
+}
+
+// copyOut (d2h) hands a result unit's output to the host.
+func (d *runData) copyOut(t *scheduler.Task) error {
+	pd := &d.pipes[t.Pipeline]
+	if t.Unit < 0 {
+		return fmt.Errorf("engine: %s pipeline %d: d2h of an aggregate state (a partial aggregate must end in an exchange)", d.plan.Name, t.Pipeline)
+	}
+	u := d.unit(t)
+	d.mu.Lock()
+	out := u.out
+	u.out = nil
+	d.mu.Unlock()
+	d.dropUnit(t)
+	if out != nil {
+		pd.mu.Lock()
+		pd.results = append(pd.results, out)
+		pd.mu.Unlock()
+	}
+	return nil
+}
+
+// merge is the host's final step of a result pipeline: the devices' parts
+// in one batch, re-sorted when the pipeline orders its rows (parts from
+// several devices are each sorted, not globally), projected to the output
+// columns.
+func (d *runData) merge(t *scheduler.Task) (rows, bytes int64, err error) {
+	pl := &d.plan.Pipelines[t.Pipeline]
+	pd := &d.pipes[t.Pipeline]
+	pd.mu.Lock()
+	b, err := concat(pd.results)
+	pd.results = nil
+	pd.mu.Unlock()
+	if err != nil {
+		return 0, 0, fmt.Errorf("engine: %s result: %w", d.plan.Name, err)
+	}
+	if b == nil {
+		return 0, 0, nil
+	}
+	for i := len(pl.Ops) - 1; i >= 0; i-- {
+		op := &pl.Ops[i]
+		if op.Kind == plan.OpSort || op.Kind == plan.OpTopK {
+			if b, err = cpu.Sort(b, sortKeys(op.Keys), op.Limit); err != nil {
+				return 0, 0, fmt.Errorf("engine: %s result: %w", d.plan.Name, err)
+			}
+			break
+		}
+	}
+	if cols := pd.sink.Out; len(cols) > 0 {
+		if b, err = cpu.Project(b, plan.Keep(cols...)); err != nil {
+			return 0, 0, fmt.Errorf("engine: %s result: %w", d.plan.Name, err)
+		}
+	}
+	d.result = b
+	return int64(b.Rows), b.Bytes(), nil
+}

@@ -1,0 +1,169 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"time"
+
+	"gostachio/dataset"
+	"gostachio/engine/storage/alloc"
+	"gostachio/kernels/cpu"
+	"gostachio/plan"
+	"gostachio/scheduler"
+	"gostachio/tpch"
+	"gostachio/tpch/queries"
+)
+
+// DefaultMem is the default memory budget of a query (--mem).
+const DefaultMem = 4 << 30
+
+// QueryOptions configure one query run on the CPU engine.
+type QueryOptions struct {
+	// Policy is the scheduling policy (default "overlap"); Set overrides
+	// its knobs ("chunk=8MiB,depth=4").
+	Policy, Set string
+	// Devices is the number of worker groups (0: GOMAXPROCS).
+	Devices int
+	// Mem is the memory budget in bytes (0: DefaultMem).
+	Mem int64
+	// Buffered reads through the page cache (default: O_DIRECT, cold).
+	Buffered bool
+	// IO picks the storage backend ("auto", "uring", "pread").
+	IO string
+	// Trace receives every executed task (nil: none).
+	Trace scheduler.TraceSink
+	// Allocator provides I/O buffers (nil: a pool per run).
+	Allocator alloc.Allocator
+	// Log receives one-line notices (storage fallbacks); nil: discarded.
+	Log io.Writer
+}
+
+// QueryResult is one finished query.
+type QueryResult struct {
+	Query, Policy string
+	// Columns are the result's column names; Batch its rows (never nil).
+	Columns []string
+	Batch   *cpu.Batch
+	// Wall is the run's wall-clock time, from the first task to the end of
+	// the result merge; Sched the scheduler's account of it.
+	Wall  time.Duration
+	Sched scheduler.Result
+	// IOBytes is what storage transferred; PeakRetained the most
+	// intermediate data held at once.
+	IOBytes, PeakRetained int64
+}
+
+// Rows returns the result as text cells, formatted as Vec.Format does.
+func (r *QueryResult) Rows() [][]string {
+	out := make([][]string, r.Batch.Rows)
+	for i := range out {
+		row := make([]string, len(r.Batch.Cols))
+		for c := range r.Batch.Cols {
+			row[c] = r.Batch.Cols[c].Format(i)
+		}
+		out[i] = row
+	}
+	return out
+}
+
+// ErrUnknownQuery is returned for a query name the engine has no plan for.
+var ErrUnknownQuery = errors.New("engine: unknown query")
+
+// Query runs TPC-H query name ("q1".."q22") on the dataset in ds.
+func Query(ctx context.Context, ds *dataset.Dataset, name string, opts QueryOptions) (*QueryResult, error) {
+	tables := tpch.PlanStats(ds)
+	sf := ds.Manifest.ScaleFactor
+	if !(sf > 0) {
+		var err error
+		if sf, err = plan.TPCHScaleFactor(tables); err != nil {
+			return nil, fmt.Errorf("engine: %s: %w", ds.Dir, err)
+		}
+	}
+	p, err := queries.Build(name, sf, tables)
+	if err != nil {
+		return nil, fmt.Errorf("%w %q: %v", ErrUnknownQuery, name, err)
+	}
+	return RunPlan(ctx, ds, p, opts)
+}
+
+// RunPlan runs an executable plan over ds through the scheduler.
+func RunPlan(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryOptions) (*QueryResult, error) {
+	if opts.Policy == "" {
+		opts.Policy = "overlap"
+	}
+	if opts.Mem == 0 {
+		opts.Mem = DefaultMem
+	}
+	pol, err := scheduler.NewPolicy(opts.Policy, opts.Set)
+	if err != nil {
+		return nil, err
+	}
+	b, err := NewBackend(ds, p, BackendOptions{Devices: opts.Devices, Mem: opts.Mem, Buffered: opts.Buffered,
+		IO: opts.IO, Allocator: opts.Allocator, Log: opts.Log})
+	if err != nil {
+		return nil, err
+	}
+	start := time.Now()
+	res, err := scheduler.Run(ctx, p, pol, b, opts.Trace)
+	wall := time.Since(start)
+	if err != nil {
+		b.Close()
+		if errors.Is(err, scheduler.ErrStuck) {
+			return nil, fmt.Errorf("engine: query %s does not fit the memory budget of %d MiB (--mem): %w", p.Name, opts.Mem>>20, err)
+		}
+		return nil, fmt.Errorf("engine: query %s: %w", p.Name, err)
+	}
+	if err := b.Close(); err != nil {
+		return nil, fmt.Errorf("engine: query %s: %w", p.Name, err)
+	}
+	out := &QueryResult{Query: p.Name, Policy: pol.Name(), Wall: wall, Sched: res,
+		IOBytes: b.IOBytes(), PeakRetained: b.PeakRetained(), Batch: b.Result()}
+	cols := resultColumns(p)
+	if out.Batch == nil {
+		// Nothing reached the result. SQL still gives a scalar aggregate
+		// over no rows one row, of NULLs (printed empty, as DuckDB does).
+		nulls := 0
+		if scalarResult(p) {
+			nulls = 1
+		}
+		out.Batch = &cpu.Batch{Names: cols, Cols: make([]cpu.Vec, len(cols)), Rows: nulls}
+		for i := range out.Batch.Cols {
+			out.Batch.Cols[i] = cpu.Vec{Type: cpu.TString, Off: make([]int32, nulls+1)}
+		}
+	}
+	out.Columns = out.Batch.Names
+	return out, nil
+}
+
+// scalarResult reports whether the result pipeline aggregates without
+// keys and filters nothing after it (a scalar aggregate: always one row).
+func scalarResult(p *plan.Plan) bool {
+	for i := len(p.Pipelines) - 1; i >= 0; i-- {
+		pl := &p.Pipelines[i]
+		if pl.Sink().Kind != plan.OpResult {
+			continue
+		}
+		scalar := false
+		for _, op := range pl.Ops {
+			switch {
+			case op.Kind == plan.OpAggFinal:
+				scalar = len(op.Keys) == 0
+			case op.Kind == plan.OpFilter || op.Kind == plan.OpHashProbe:
+				scalar = false
+			}
+		}
+		return scalar
+	}
+	return false
+}
+
+func resultColumns(p *plan.Plan) []string {
+	for i := len(p.Pipelines) - 1; i >= 0; i-- {
+		if s := p.Pipelines[i].Sink(); s.Kind == plan.OpResult {
+			return s.Out
+		}
+	}
+	return nil
+}

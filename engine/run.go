@@ -1,0 +1,172 @@
+package engine
+
+import (
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"text/tabwriter"
+
+	"gostachio/dataset"
+	"gostachio/internal/units"
+	"gostachio/sim"
+	"gostachio/tpch/queries"
+)
+
+// RunOptions are the options of `gostachio query`.
+type RunOptions struct {
+	Data string
+	// Query is "q1".."q22", a comma-separated list, or "all".
+	Query string
+	// Format of the results on stdout: "table" (default), "csv", "json".
+	Format string
+	// Trace writes a Perfetto/Chrome JSON trace to this path (with several
+	// queries: one file per query, the query name before the extension).
+	Trace string
+	QueryOptions
+}
+
+// ParseQueries expands "all" and comma-separated lists into query names.
+func ParseQueries(spec string) ([]string, error) {
+	if spec == "" || spec == "all" {
+		return queries.Names(), nil
+	}
+	known := map[string]bool{}
+	for _, n := range queries.Names() {
+		known[n] = true
+	}
+	var out []string
+	for _, q := range strings.Split(spec, ",") {
+		q = strings.ToLower(strings.TrimSpace(q))
+		if len(q) == 3 && q[1] == '0' { // q01 -> q1
+			q = "q" + q[2:]
+		}
+		if !known[q] {
+			return nil, fmt.Errorf("%w %q (known: q1..q22, all)", ErrUnknownQuery, q)
+		}
+		out = append(out, q)
+	}
+	return out, nil
+}
+
+// RunQueries runs the queries of opts and prints each result on stdout in
+// the chosen format and a timing summary on stderr.
+func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) error {
+	names, err := ParseQueries(opts.Query)
+	if err != nil {
+		return err
+	}
+	switch opts.Format {
+	case "", "table", "csv", "json":
+	default:
+		return fmt.Errorf("engine: unknown format %q (table, csv, json)", opts.Format)
+	}
+	ds, err := dataset.Open(opts.Data)
+	if err != nil {
+		return err
+	}
+	if opts.Log == nil {
+		opts.Log = stderr
+	}
+	var results []*QueryResult
+	for _, name := range names {
+		qo := opts.QueryOptions
+		var tr *sim.ChromeTrace
+		if opts.Trace != "" {
+			tr = &sim.ChromeTrace{}
+			qo.Trace = tr
+		}
+		r, err := Query(ctx, ds, name, qo)
+		if err != nil {
+			return err
+		}
+		if tr != nil {
+			path := opts.Trace
+			if len(names) > 1 {
+				ext := filepath.Ext(path)
+				path = strings.TrimSuffix(path, ext) + "-" + name + ext
+			}
+			if err := writeTrace(path, tr, fmt.Sprintf("engine %s %s", name, r.Policy)); err != nil {
+				return err
+			}
+		}
+		fmt.Fprintf(stderr, "%s: %d rows in %.3f s (policy %s, %d tasks, read %s, peak intermediate %s)\n",
+			name, r.Batch.Rows, r.Wall.Seconds(), r.Policy, r.Sched.Tasks,
+			units.FormatBytes(r.IOBytes), units.FormatBytes(r.PeakRetained))
+		if opts.Format != "json" {
+			if len(names) > 1 {
+				fmt.Fprintf(stdout, "-- %s\n", name)
+			}
+			if err := WriteResult(stdout, r, opts.Format); err != nil {
+				return err
+			}
+		}
+		results = append(results, r)
+	}
+	if opts.Format == "json" {
+		return writeJSON(stdout, results)
+	}
+	return nil
+}
+
+// WriteResult prints one result as an aligned table or CSV (with header).
+func WriteResult(w io.Writer, r *QueryResult, format string) error {
+	rows := r.Rows()
+	if format == "csv" {
+		cw := csv.NewWriter(w)
+		cw.Write(r.Columns)
+		cw.WriteAll(rows)
+		return cw.Error()
+	}
+	tw := tabwriter.NewWriter(w, 0, 0, 1, ' ', tabwriter.Debug)
+	fmt.Fprintln(tw, strings.Join(r.Columns, "\t"))
+	for _, row := range rows {
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	return tw.Flush()
+}
+
+type jsonResult struct {
+	Query    string     `json:"query"`
+	Policy   string     `json:"policy"`
+	Columns  []string   `json:"columns"`
+	Rows     [][]string `json:"rows"`
+	Seconds  float64    `json:"seconds"`
+	Tasks    int64      `json:"tasks"`
+	IOBytes  int64      `json:"io_bytes"`
+	PeakData int64      `json:"peak_intermediate_bytes"`
+}
+
+func writeJSON(w io.Writer, rs []*QueryResult) error {
+	out := make([]jsonResult, len(rs))
+	for i, r := range rs {
+		out[i] = jsonResult{Query: r.Query, Policy: r.Policy, Columns: r.Columns, Rows: r.Rows(),
+			Seconds: r.Wall.Seconds(), Tasks: r.Sched.Tasks, IOBytes: r.IOBytes, PeakData: r.PeakRetained}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// writeTrace writes the trace to a temp file and renames it into place.
+func writeTrace(path string, tr *sim.ChromeTrace, title string) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("engine: trace: %w", err)
+	}
+	if err := tr.WriteTo(f, title); err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("engine: trace %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("engine: trace %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
+}

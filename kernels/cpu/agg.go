@@ -1,0 +1,916 @@
+package cpu
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+
+	"gostachio/plan"
+)
+
+// Aggregator is a hash group-by over key columns named in NewAggregator.
+//
+// Update folds raw rows (partial aggregation); Merge folds partial-state
+// batches as Result(false) emits them (final aggregation, or merging the
+// partial states of several units into one); both work in either mode.
+// Result emits, per group, the key columns (same names, types and scales as
+// the input), then per aggregate:
+//
+//	partial (Result(false)):
+//	  sum    As: int64 for int32/int64 arguments, decimal of the argument's
+//	         scale, float64
+//	  count  As: int64
+//	  avg    As$sum (as sum) and As$count (int64)
+//	  min/max As: the argument's type (int64, int32, date, decimal, float64,
+//	         string)
+//	final (Result(true)): one column As per aggregate: sum, count, min and
+//	  max as above; avg float64 = sum / count (a decimal sum divided by
+//	  10^scale).
+//
+// Groups come out in first-seen order: deterministic for a given sequence
+// of calls (a key whose 64-bit hash collides with an earlier group's of the
+// same call is placed after that call's other new groups). With no keys
+// there is exactly one group: Result(true) of an aggregator that saw no
+// rows still emits one row, holding zero values (sum 0, count 0, avg 0,
+// min/max the type's zero value) where SQL would give NULL; Result(false)
+// of such an aggregator emits no row, so merging it changes nothing.
+//
+// Types are fixed by the first Update or Merge (a call with zero rows
+// counts); later calls must bring the same key and value types (an int32
+// or int64 argument may alternate for sum and avg). An aggregator that
+// never saw a call emits int64 columns for its keys and for sum, min and
+// max. Integer and decimal sums are exact int64: an overflow is an error,
+// after which the aggregator's state is undefined. Group keys are stored
+// columnarly; per-row work allocates nothing. Not safe for concurrent use.
+type Aggregator struct {
+	keys  []string
+	aggs  plan.Aggs
+	final bool
+	err   error // a malformed aggregate list, returned by every call
+	slots []aggSlot
+
+	kt     []Vec    // group key values, one vector per key
+	ktyped bool     // kt types fixed
+	ghash  []uint64 // per group: its key hash
+	table  []int32  // open addressing on hash high bits: group+1, 0 empty
+	shift  uint     // home slot = hash >> shift
+	groups int
+	seen   bool // some row was folded (matters for the no-keys group)
+
+	// scratch reused across calls
+	hs      []uint64
+	gids    []int32
+	newRows []int32
+	bad     []bool
+}
+
+// aggSlot is the state of one aggregate for all groups.
+type aggSlot struct {
+	agg   plan.Agg
+	typed bool
+	vt    Type // sum, avg: the sum's type; min, max: the value type; count: int64
+	scale int8
+	i64   []int64   // integer/decimal sums; min/max of integer-coded values, widened
+	f64   []float64 // float sums; min/max of floats
+	cnt   []int64   // count; avg's count
+	str   aggStrs   // min/max of strings
+}
+
+// aggStrs holds one string per group in an append-only arena; replaced
+// values become garbage, compacted when it outweighs the live bytes.
+type aggStrs struct {
+	off   []int
+	n     []int32 // -1: no value yet
+	arena []byte
+	live  int
+}
+
+// NewAggregator returns an aggregator grouping on keys, computing aggs. The
+// final flag records the aggregator's role for messages only: Update,
+// Merge and both Result forms work in either role. A malformed aggregate
+// list (unknown function, empty or repeated output name) is reported by
+// every later call.
+func NewAggregator(keys []string, aggs plan.Aggs, final bool) *Aggregator {
+	a := &Aggregator{keys: append([]string(nil), keys...), aggs: append(plan.Aggs(nil), aggs...), final: final}
+	a.kt = make([]Vec, len(keys))
+	a.slots = make([]aggSlot, len(aggs))
+	for i, g := range aggs {
+		a.slots[i].agg = g
+		switch {
+		case g.Fn < plan.AggSum || g.Fn > plan.AggMax:
+			a.err = fmt.Errorf("cpu: aggregate %s: unknown function", g)
+		case g.As == "":
+			a.err = fmt.Errorf("cpu: aggregate %s has no output name", g)
+		}
+	}
+	// Both outputs (partial state and final values) need unique names.
+	partial := append([]string(nil), keys...)
+	fin := append([]string(nil), keys...)
+	for _, g := range aggs {
+		partial = append(partial, g.PartialColumns()...)
+		fin = append(fin, g.As)
+	}
+	for _, names := range [][]string{fin, partial} {
+		seen := map[string]bool{}
+		for _, name := range names {
+			if seen[name] && a.err == nil {
+				a.err = fmt.Errorf("cpu: aggregate output column %s appears twice (keys %v, aggregates %s)", name, keys, aggs)
+			}
+			seen[name] = true
+		}
+	}
+	if len(keys) == 0 {
+		a.groups = 1
+	}
+	return a
+}
+
+// Groups is the number of groups so far (1 with no keys).
+func (a *Aggregator) Groups() int { return a.groups }
+
+func (a *Aggregator) role() string {
+	if a.final {
+		return "final aggregate"
+	}
+	return "partial aggregate"
+}
+
+// aggKeyCols resolves and checks the key columns of b.
+func (a *Aggregator) aggKeyCols(b *Batch) ([]int, error) {
+	kc := make([]int, len(a.keys))
+	for k, name := range a.keys {
+		c := b.Col(name)
+		if c < 0 {
+			_, err := b.Column(name)
+			return nil, fmt.Errorf("cpu: %s group key: %w", a.role(), err)
+		}
+		if err := htCheckKey(b, c, a.role()+" group key"); err != nil {
+			return nil, err
+		}
+		v := &b.Cols[c]
+		if a.ktyped && (v.Type != a.kt[k].Type || v.Type == TDecimal && v.Scale != a.kt[k].Scale) {
+			return nil, fmt.Errorf("cpu: %s group key %s is %s, earlier input had %s", a.role(), name, gthTypeName(v), gthTypeName(&a.kt[k]))
+		}
+		kc[k] = c
+	}
+	return kc, nil
+}
+
+// Update folds the rows of b: b holds the key columns (by name), args[i]
+// is the evaluated argument of aggs[i] (b.Rows values; nil for count(*),
+// ignored for count). Errors: missing or mistyped keys or arguments, a sum
+// overflow. It does not keep b or args.
+func (a *Aggregator) Update(b *Batch, args []*Vec) error {
+	if a.err != nil {
+		return a.err
+	}
+	if b == nil {
+		return fmt.Errorf("cpu: %s: Update of a nil batch", a.role())
+	}
+	if len(args) != len(a.slots) {
+		return fmt.Errorf("cpu: %s: %d argument vectors for %d aggregates (%s)", a.role(), len(args), len(a.slots), a.aggs)
+	}
+	kc, err := a.aggKeyCols(b)
+	if err != nil {
+		return err
+	}
+	for i := range a.slots {
+		s := &a.slots[i]
+		arg := args[i]
+		if arg == nil {
+			if s.agg.Fn == plan.AggCount {
+				if err := s.setType(TInt64, 0); err != nil {
+					return err
+				}
+				continue
+			}
+			return fmt.Errorf("cpu: aggregate %s: no argument vector", s.agg)
+		}
+		if n := arg.Len(); n != b.Rows {
+			return fmt.Errorf("cpu: aggregate %s: argument has %d values for %d rows", s.agg, n, b.Rows)
+		}
+		if err := s.typeArg(arg); err != nil {
+			return err
+		}
+	}
+	gids := a.aggAssign(b, kc)
+	a.aggExtend()
+	n := b.Rows
+	if n == 0 {
+		return nil
+	}
+	a.seen = true
+	for i := range a.slots {
+		s := &a.slots[i]
+		if s.agg.Fn == plan.AggCount {
+			aggCount(s.cnt, gids, n)
+			continue
+		}
+		if err := s.fold(gids, args[i], n); err != nil {
+			return err
+		}
+		if s.agg.Fn == plan.AggAvg {
+			aggCount(s.cnt, gids, n)
+		}
+	}
+	return nil
+}
+
+// Merge folds a partial-state batch (key columns, then per aggregate the
+// columns named by plan.Agg.PartialColumns, found by name), as emitted by
+// Result(false) of aggregators over the same keys and aggregates. It does
+// not keep the batch.
+func (a *Aggregator) Merge(partial *Batch) error {
+	if a.err != nil {
+		return a.err
+	}
+	if partial == nil {
+		return fmt.Errorf("cpu: %s: Merge of a nil batch", a.role())
+	}
+	kc, err := a.aggKeyCols(partial)
+	if err != nil {
+		return err
+	}
+	cols := make([][2]*Vec, len(a.slots))
+	for i := range a.slots {
+		s := &a.slots[i]
+		for j, name := range s.agg.PartialColumns() {
+			v, err := partial.Column(name)
+			if err != nil {
+				return fmt.Errorf("cpu: %s: partial state of %s: %w", a.role(), s.agg, err)
+			}
+			if n := v.Len(); n != partial.Rows {
+				return fmt.Errorf("cpu: %s: partial column %s has %d values for %d rows", a.role(), name, n, partial.Rows)
+			}
+			cols[i][j] = v
+		}
+		if err := s.typePartial(cols[i][0], cols[i][1]); err != nil {
+			return err
+		}
+	}
+	gids := a.aggAssign(partial, kc)
+	a.aggExtend()
+	n := partial.Rows
+	if n == 0 {
+		return nil
+	}
+	a.seen = true
+	for i := range a.slots {
+		s := &a.slots[i]
+		switch s.agg.Fn {
+		case plan.AggCount:
+			if aggSumInts(s.cnt, gids, cols[i][0].I64[:n]) < 0 {
+				return fmt.Errorf("cpu: %s overflows int64", s.agg)
+			}
+		case plan.AggAvg:
+			if err := s.fold(gids, cols[i][0], n); err != nil {
+				return err
+			}
+			if aggSumInts(s.cnt, gids, cols[i][1].I64[:n]) < 0 {
+				return fmt.Errorf("cpu: count of %s overflows int64", s.agg)
+			}
+		default:
+			if err := s.fold(gids, cols[i][0], n); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// setType fixes the slot's value type, or checks it against the fixed one.
+func (s *aggSlot) setType(vt Type, scale int8) error {
+	if vt != TDecimal {
+		scale = 0
+	}
+	if !s.typed {
+		s.typed, s.vt, s.scale = true, vt, scale
+		return nil
+	}
+	if s.vt != vt || s.scale != scale {
+		was, now := Vec{Type: s.vt, Scale: s.scale}, Vec{Type: vt, Scale: scale}
+		return fmt.Errorf("cpu: aggregate %s: values were %s, now %s", s.agg, gthTypeName(&was), gthTypeName(&now))
+	}
+	return nil
+}
+
+// typeArg types the slot from an Update argument.
+func (s *aggSlot) typeArg(arg *Vec) error {
+	switch s.agg.Fn {
+	case plan.AggCount:
+		return s.setType(TInt64, 0)
+	case plan.AggSum, plan.AggAvg:
+		switch arg.Type {
+		case TInt64, TInt32:
+			return s.setType(TInt64, 0)
+		case TDecimal, TFloat64:
+			return s.setType(arg.Type, arg.Scale)
+		}
+	case plan.AggMin, plan.AggMax:
+		switch arg.Type {
+		case TInt64, TInt32, TDate, TDecimal, TFloat64, TString:
+			return s.setType(arg.Type, arg.Scale)
+		}
+	}
+	return fmt.Errorf("cpu: aggregate %s: cannot take a %s argument", s.agg, arg.Type)
+}
+
+// typePartial types the slot from its partial-state columns.
+func (s *aggSlot) typePartial(v, cnt *Vec) error {
+	switch s.agg.Fn {
+	case plan.AggCount:
+		if v.Type == TInt64 {
+			return s.setType(TInt64, 0)
+		}
+	case plan.AggSum, plan.AggAvg:
+		if s.agg.Fn == plan.AggAvg && cnt.Type != TInt64 {
+			return fmt.Errorf("cpu: aggregate %s: partial count is %s, not int64", s.agg, cnt.Type)
+		}
+		switch v.Type {
+		case TInt64, TDecimal, TFloat64:
+			return s.setType(v.Type, v.Scale)
+		}
+	case plan.AggMin, plan.AggMax:
+		switch v.Type {
+		case TInt64, TInt32, TDate, TDecimal, TFloat64, TString:
+			return s.setType(v.Type, v.Scale)
+		}
+	}
+	return fmt.Errorf("cpu: aggregate %s: partial state of type %s", s.agg, gthTypeName(v))
+}
+
+// aggExtend sizes every typed slot's state to the number of groups, new
+// groups holding the neutral value (0; min: the largest value; max: the
+// smallest; strings: none).
+func (a *Aggregator) aggExtend() {
+	n := a.groups
+	for i := range a.slots {
+		s := &a.slots[i]
+		if !s.typed {
+			continue
+		}
+		switch s.agg.Fn {
+		case plan.AggCount:
+			s.cnt = aggGrowTo(s.cnt, n, 0)
+		case plan.AggSum, plan.AggAvg:
+			if s.vt == TFloat64 {
+				s.f64 = aggGrowTo(s.f64, n, 0)
+			} else {
+				s.i64 = aggGrowTo(s.i64, n, 0)
+			}
+			if s.agg.Fn == plan.AggAvg {
+				s.cnt = aggGrowTo(s.cnt, n, 0)
+			}
+		case plan.AggMin, plan.AggMax:
+			isMin := s.agg.Fn == plan.AggMin
+			switch s.vt {
+			case TFloat64:
+				init := math.Inf(-1)
+				if isMin {
+					init = math.Inf(1)
+				}
+				s.f64 = aggGrowTo(s.f64, n, init)
+			case TString:
+				s.str.off = aggGrowTo(s.str.off, n, 0)
+				s.str.n = aggGrowTo(s.str.n, n, -1)
+			default:
+				init := int64(math.MinInt64)
+				if isMin {
+					init = math.MaxInt64
+				}
+				s.i64 = aggGrowTo(s.i64, n, init)
+			}
+		}
+	}
+}
+
+func aggGrowTo[T any](s []T, n int, v T) []T {
+	for len(s) < n {
+		s = append(s, v)
+	}
+	return s
+}
+
+// fold adds value vector v (an argument or a partial sum / min / max
+// column) into the slot's sum, min or max.
+func (s *aggSlot) fold(gids []int32, v *Vec, n int) error {
+	switch s.agg.Fn {
+	case plan.AggSum, plan.AggAvg:
+		var ovf int64
+		switch v.Type {
+		case TInt64, TDecimal:
+			ovf = aggSumInts(s.i64, gids, v.I64[:n])
+		case TInt32:
+			ovf = aggSumInts(s.i64, gids, v.I32[:n])
+		case TFloat64:
+			aggSumFloats(s.f64, gids, v.F64[:n])
+		}
+		if ovf < 0 {
+			x := s.agg.As
+			if s.agg.Arg != nil {
+				x = s.agg.Arg.String()
+			}
+			return fmt.Errorf("cpu: aggregate %s: sum of %s overflows int64", s.agg.As, x)
+		}
+	case plan.AggMin:
+		switch v.Type {
+		case TInt64, TDecimal:
+			aggMin(s.i64, gids, v.I64[:n])
+		case TInt32, TDate:
+			aggMin(s.i64, gids, v.I32[:n])
+		case TFloat64:
+			aggMin(s.f64, gids, v.F64[:n])
+		case TString:
+			s.str.fold(gids, v, n, true)
+		}
+	case plan.AggMax:
+		switch v.Type {
+		case TInt64, TDecimal:
+			aggMax(s.i64, gids, v.I64[:n])
+		case TInt32, TDate:
+			aggMax(s.i64, gids, v.I32[:n])
+		case TFloat64:
+			aggMax(s.f64, gids, v.F64[:n])
+		case TString:
+			s.str.fold(gids, v, n, false)
+		}
+	}
+	return nil
+}
+
+// The fold loops: gids[i] is row i's group; nil gids means one group (no
+// keys), summed in a register.
+
+func aggCount(acc []int64, gids []int32, n int) {
+	if gids == nil {
+		acc[0] += int64(n)
+		return
+	}
+	for _, g := range gids[:n] {
+		acc[g]++
+	}
+}
+
+// aggSumInts adds xs into acc and returns a negative value if a sum
+// overflowed: s = a + x overflows iff a and x share a sign that s lacks.
+func aggSumInts[T int32 | int64](acc []int64, gids []int32, xs []T) (ovf int64) {
+	if gids == nil {
+		s := acc[0]
+		for _, x := range xs {
+			v := int64(x)
+			t := s + v
+			ovf |= (s ^ t) & (v ^ t)
+			s = t
+		}
+		acc[0] = s
+		return ovf
+	}
+	gids = gids[:len(xs)]
+	for i, x := range xs {
+		v, g := int64(x), gids[i]
+		s := acc[g]
+		t := s + v
+		ovf |= (s ^ t) & (v ^ t)
+		acc[g] = t
+	}
+	return ovf
+}
+
+func aggSumFloats(acc []float64, gids []int32, xs []float64) {
+	if gids == nil {
+		s := acc[0]
+		for _, x := range xs {
+			s += x
+		}
+		acc[0] = s
+		return
+	}
+	gids = gids[:len(xs)]
+	for i, x := range xs {
+		acc[gids[i]] += x
+	}
+}
+
+func aggMin[A int64 | float64, T int32 | int64 | float64](acc []A, gids []int32, xs []T) {
+	if gids == nil {
+		m := acc[0]
+		for _, x := range xs {
+			if v := A(x); v < m {
+				m = v
+			}
+		}
+		acc[0] = m
+		return
+	}
+	gids = gids[:len(xs)]
+	for i, x := range xs {
+		if v, g := A(x), gids[i]; v < acc[g] {
+			acc[g] = v
+		}
+	}
+}
+
+func aggMax[A int64 | float64, T int32 | int64 | float64](acc []A, gids []int32, xs []T) {
+	if gids == nil {
+		m := acc[0]
+		for _, x := range xs {
+			if v := A(x); v > m {
+				m = v
+			}
+		}
+		acc[0] = m
+		return
+	}
+	gids = gids[:len(xs)]
+	for i, x := range xs {
+		if v, g := A(x), gids[i]; v > acc[g] {
+			acc[g] = v
+		}
+	}
+}
+
+// fold keeps, per group, the least (isMin) or greatest string.
+func (s *aggStrs) fold(gids []int32, v *Vec, n int, isMin bool) {
+	for i := range n {
+		g := 0
+		if gids != nil {
+			g = int(gids[i])
+		}
+		x := v.Str[v.Off[i]:v.Off[i+1]]
+		if cur := s.n[g]; cur >= 0 {
+			c := bytes.Compare(x, s.arena[s.off[g]:s.off[g]+int(cur)])
+			if isMin && c >= 0 || !isMin && c <= 0 {
+				continue
+			}
+		}
+		s.set(g, x)
+	}
+}
+
+func (s *aggStrs) set(g int, x []byte) {
+	if old := int(s.n[g]); old >= len(x) {
+		copy(s.arena[s.off[g]:], x)
+		s.live -= old - len(x)
+		s.n[g] = int32(len(x))
+		return
+	} else if old > 0 {
+		s.live -= old
+	}
+	s.off[g] = len(s.arena)
+	s.arena = append(s.arena, x...)
+	s.n[g] = int32(len(x))
+	s.live += len(x)
+	if len(s.arena) > 2*s.live+1<<16 {
+		arena := make([]byte, 0, s.live+s.live/2)
+		for g, l := range s.n {
+			if l >= 0 {
+				o := s.off[g]
+				s.off[g] = len(arena)
+				arena = append(arena, s.arena[o:o+int(l)]...)
+			}
+		}
+		s.arena = arena
+	}
+}
+
+// aggAssign maps each row of b to its group (creating groups for new
+// keys) and returns the group ids; nil with no keys. Rows find the first
+// group of equal hash on their probe sequence; the new groups' keys are
+// appended, then every row's key is compared with its group's in typed
+// loops, and only rows hit by a hash collision search again key by key.
+func (a *Aggregator) aggAssign(b *Batch, kc []int) []int32 {
+	if len(kc) == 0 {
+		return nil
+	}
+	if !a.ktyped {
+		for k, c := range kc {
+			v := &b.Cols[c]
+			a.kt[k] = Vec{Type: v.Type}
+			if v.Type == TDecimal {
+				a.kt[k].Scale = v.Scale
+			}
+			if v.Type == TString {
+				a.kt[k].Off = []int32{0}
+			}
+		}
+		a.ktyped = true
+	}
+	n := b.Rows
+	if a.table == nil {
+		a.aggRehash(64)
+	}
+	a.hs = HashColumns(b, kc, a.hs)
+	hs := a.hs
+	if cap(a.gids) < n {
+		a.gids = make([]int32, n)
+	}
+	gids := a.gids[:n]
+	newRows := a.newRows[:0]
+	table, shift := a.table, a.shift
+	mask := uint64(len(table) - 1)
+	ghash := a.ghash
+	for i, h := range hs {
+		s := h >> shift
+		for {
+			g := table[s]
+			if g == 0 {
+				ng := int32(len(ghash))
+				ghash = append(ghash, h)
+				table[s] = ng + 1
+				gids[i] = ng
+				newRows = append(newRows, int32(i))
+				if 2*len(ghash) > len(table) {
+					a.ghash = ghash
+					a.aggRehash(2 * len(table))
+					table, shift = a.table, a.shift
+					mask = uint64(len(table) - 1)
+				}
+				break
+			}
+			if ghash[g-1] == h {
+				gids[i] = g - 1
+				break
+			}
+			s = (s + 1) & mask
+		}
+	}
+	a.ghash, a.newRows = ghash, newRows
+	a.groups = len(ghash)
+	for k, c := range kc {
+		aggAppendRows(&a.kt[k], &b.Cols[c], newRows)
+	}
+
+	if cap(a.bad) < n {
+		a.bad = make([]bool, n)
+	}
+	bad := a.bad[:n]
+	clear(bad)
+	anyBad := false
+	for k, c := range kc {
+		if aggMarkUnequal(&b.Cols[c], &a.kt[k], gids, bad) {
+			anyBad = true
+		}
+	}
+	if !anyBad {
+		return gids
+	}
+	one := []int32{0}
+	for i, isBad := range bad {
+		if !isBad {
+			continue
+		}
+		h := hs[i]
+		mask := uint64(len(a.table) - 1)
+		for s := h >> a.shift; ; s = (s + 1) & mask {
+			g := a.table[s]
+			if g == 0 {
+				ng := int32(len(a.ghash))
+				a.ghash = append(a.ghash, h)
+				a.table[s] = ng + 1
+				gids[i] = ng
+				one[0] = int32(i)
+				for k, c := range kc {
+					aggAppendRows(&a.kt[k], &b.Cols[c], one)
+				}
+				a.groups = len(a.ghash)
+				if 2*len(a.ghash) > len(a.table) {
+					a.aggRehash(2 * len(a.table))
+				}
+				break
+			}
+			if a.ghash[g-1] == h && aggRowEqual(b, kc, i, a.kt, int(g-1)) {
+				gids[i] = g - 1
+				break
+			}
+		}
+	}
+	return gids
+}
+
+// aggRehash rebuilds the slot table with size (a power of two) slots.
+func (a *Aggregator) aggRehash(size int) {
+	lg := 0
+	for 1<<lg < size {
+		lg++
+	}
+	a.table = make([]int32, size)
+	a.shift = uint(64 - lg)
+	mask := uint64(size - 1)
+	for g, h := range a.ghash {
+		s := h >> a.shift
+		for a.table[s] != 0 {
+			s = (s + 1) & mask
+		}
+		a.table[s] = int32(g + 1)
+	}
+}
+
+// aggAppendRows appends rows of src to dst (same type).
+func aggAppendRows(dst, src *Vec, rows []int32) {
+	switch src.Type {
+	case TInt64, TDecimal:
+		for _, r := range rows {
+			dst.I64 = append(dst.I64, src.I64[r])
+		}
+	case TInt32, TDate:
+		for _, r := range rows {
+			dst.I32 = append(dst.I32, src.I32[r])
+		}
+	case TFloat64:
+		for _, r := range rows {
+			dst.F64 = append(dst.F64, src.F64[r])
+		}
+	case TBool:
+		for _, r := range rows {
+			dst.B = append(dst.B, src.B[r])
+		}
+	case TString:
+		for _, r := range rows {
+			dst.Str = append(dst.Str, src.Str[src.Off[r]:src.Off[r+1]]...)
+			dst.Off = append(dst.Off, int32(len(dst.Str)))
+		}
+	}
+}
+
+// aggMarkUnequal sets bad[i] where row i of v differs from group gids[i]
+// of the stored keys g (same type) and reports whether it set any.
+func aggMarkUnequal(v, g *Vec, gids []int32, bad []bool) bool {
+	switch v.Type {
+	case TInt64, TDecimal:
+		return aggNe(v.I64, g.I64, gids, bad)
+	case TInt32, TDate:
+		return aggNe(v.I32, g.I32, gids, bad)
+	case TFloat64:
+		return aggNe(v.F64, g.F64, gids, bad)
+	case TBool:
+		return aggNe(v.B, g.B, gids, bad)
+	case TString:
+		diff := false
+		for i, gi := range gids {
+			if !bytes.Equal(v.Str[v.Off[i]:v.Off[i+1]], g.Str[g.Off[gi]:g.Off[gi+1]]) {
+				bad[i], diff = true, true
+			}
+		}
+		return diff
+	}
+	return false
+}
+
+func aggNe[T comparable](xs, gs []T, gids []int32, bad []bool) bool {
+	diff := false
+	xs = xs[:len(gids)]
+	for i, g := range gids {
+		if xs[i] != gs[g] {
+			bad[i], diff = true, true
+		}
+	}
+	return diff
+}
+
+// aggRowEqual compares the keys of row i of b with those of group g.
+func aggRowEqual(b *Batch, kc []int, i int, kt []Vec, g int) bool {
+	for k, c := range kc {
+		v, s := &b.Cols[c], &kt[k]
+		switch v.Type {
+		case TInt64, TDecimal:
+			if v.I64[i] != s.I64[g] {
+				return false
+			}
+		case TInt32, TDate:
+			if v.I32[i] != s.I32[g] {
+				return false
+			}
+		case TFloat64:
+			if v.F64[i] != s.F64[g] {
+				return false
+			}
+		case TBool:
+			if v.B[i] != s.B[g] {
+				return false
+			}
+		case TString:
+			if !bytes.Equal(v.StrAt(i), s.StrAt(g)) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// Result emits the groups: the key columns, then the partial-state
+// columns (final false) or the final values (final true) of each
+// aggregate; see Aggregator. The output is newly allocated and the
+// aggregator may keep folding afterwards.
+func (a *Aggregator) Result(final bool) (*Batch, error) {
+	if a.err != nil {
+		return nil, a.err
+	}
+	a.aggExtend()
+	rows, zero := a.groups, false
+	if len(a.keys) == 0 && !a.seen {
+		rows, zero = 0, final
+		if final {
+			rows = 1
+		}
+	}
+	out := &Batch{Rows: rows}
+	add := func(name string, v Vec) {
+		out.Names = append(out.Names, name)
+		out.Cols = append(out.Cols, v)
+	}
+	for k, name := range a.keys {
+		if !a.ktyped {
+			add(name, Vec{Type: TInt64, I64: []int64{}})
+			continue
+		}
+		add(name, GatherVec(&a.kt[k], aggIota(rows)))
+	}
+	for i := range a.slots {
+		s := &a.slots[i]
+		g := s.agg
+		switch {
+		case g.Fn == plan.AggCount:
+			add(g.As, s.aggInts(TInt64, 0, s.cnt, rows, zero))
+		case g.Fn == plan.AggAvg && final:
+			f := make([]float64, rows)
+			if s.typed && !zero {
+				div := 1.0
+				if s.vt == TDecimal {
+					div = math.Pow10(int(s.scale))
+				}
+				for j := range f {
+					c := s.cnt[j]
+					switch {
+					case c == 0:
+					case s.vt == TFloat64:
+						f[j] = s.f64[j] / float64(c)
+					default:
+						f[j] = float64(s.i64[j]) / (float64(c) * div)
+					}
+				}
+			}
+			add(g.As, Vec{Type: TFloat64, F64: f})
+		case g.Fn == plan.AggAvg:
+			pc := g.PartialColumns()
+			add(pc[0], s.aggValues(rows, zero))
+			add(pc[1], s.aggInts(TInt64, 0, s.cnt, rows, zero))
+		default:
+			add(g.As, s.aggValues(rows, zero))
+		}
+	}
+	return out, nil
+}
+
+func aggIota(n int) []int32 {
+	sel := make([]int32, n)
+	for i := range sel {
+		sel[i] = int32(i)
+	}
+	return sel
+}
+
+// aggInts copies rows values of an int64 state as a vector of type t.
+func (s *aggSlot) aggInts(t Type, scale int8, xs []int64, rows int, zero bool) Vec {
+	out := make([]int64, rows)
+	if s.typed && !zero {
+		copy(out, xs[:rows])
+	}
+	return Vec{Type: t, Scale: scale, I64: out}
+}
+
+// aggValues emits the sum, min or max state (zero values if zero, or if
+// the slot never saw a value type: int64 zeros).
+func (s *aggSlot) aggValues(rows int, zero bool) Vec {
+	if !s.typed {
+		return Vec{Type: TInt64, I64: make([]int64, rows)}
+	}
+	switch s.vt {
+	case TFloat64:
+		out := make([]float64, rows)
+		if !zero {
+			copy(out, s.f64[:rows])
+		}
+		return Vec{Type: TFloat64, F64: out}
+	case TInt32, TDate:
+		out := make([]int32, rows)
+		if !zero {
+			for j := range out {
+				out[j] = int32(s.i64[j])
+			}
+		}
+		return Vec{Type: s.vt, I32: out}
+	case TString:
+		off := make([]int32, rows+1)
+		var str []byte
+		if !zero {
+			for j := range rows {
+				if l := s.str.n[j]; l > 0 {
+					str = append(str, s.str.arena[s.str.off[j]:s.str.off[j]+int(l)]...)
+				}
+				off[j+1] = int32(len(str))
+			}
+		}
+		return Vec{Type: TString, Off: off, Str: str}
+	}
+	return s.aggInts(s.vt, s.scale, s.i64, rows, zero)
+}

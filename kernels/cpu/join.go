@@ -1,0 +1,463 @@
+package cpu
+
+import (
+	"bytes"
+	"fmt"
+	"math"
+
+	"gostachio/plan"
+)
+
+// HashTable is a hash table over the rows of one build batch on key
+// columns: a power-of-two array of chain heads indexed by the hash's high
+// bits, a next link per build row, and each row's full hash (compared
+// before any key). Chains list rows in build order, so matches come out in
+// build order. It holds only row indices: no per-row allocation. It is
+// immutable after BuildHashTable and safe for concurrent Probe calls.
+type HashTable struct {
+	b      *Batch
+	names  []string // build key names (for messages)
+	keys   []int    // build key column indices; none: a cross-join table
+	hashes []uint64 // per build row
+	heads  []int32  // per bucket: first row, or -1
+	next   []int32  // per row: next row of its bucket, or -1
+	shift  uint     // bucket = hash >> shift
+}
+
+// BuildHashTable indexes b on the named key columns. Nil or empty keys
+// make a cross-join table: every probe row matches every row of b. The
+// table keeps b (no copy): b must not change while the table is in use.
+// Errors: an unknown key column, a key of a type that cannot be hashed
+// (bool is accepted; only invalid types are not), a batch of 2^31 rows or more.
+func BuildHashTable(b *Batch, keys []string) (*HashTable, error) {
+	if b == nil {
+		return nil, fmt.Errorf("cpu: BuildHashTable of a nil batch")
+	}
+	if b.Rows >= math.MaxInt32 {
+		return nil, fmt.Errorf("cpu: BuildHashTable: %d rows is over the int32 row index", b.Rows)
+	}
+	h := &HashTable{b: b, names: append([]string(nil), keys...)}
+	if len(keys) == 0 {
+		return h, nil
+	}
+	h.keys = make([]int, len(keys))
+	for i, k := range keys {
+		c := b.Col(k)
+		if c < 0 {
+			_, err := b.Column(k)
+			return nil, fmt.Errorf("cpu: hash build key: %w", err)
+		}
+		if err := htCheckKey(b, c, "hash build key"); err != nil {
+			return nil, err
+		}
+		h.keys[i] = c
+	}
+	n := b.Rows
+	h.hashes = HashColumns(b, h.keys, nil)
+	size, lg := 16, 4
+	for size < 2*n {
+		size <<= 1
+		lg++
+	}
+	h.shift = uint(64 - lg)
+	h.heads = make([]int32, size)
+	for i := range h.heads {
+		h.heads[i] = -1
+	}
+	h.next = make([]int32, n)
+	// Insert back to front: pushing on the chain heads leaves each chain in
+	// ascending row order.
+	for r := n - 1; r >= 0; r-- {
+		bkt := h.hashes[r] >> h.shift
+		h.next[r] = h.heads[bkt]
+		h.heads[bkt] = int32(r)
+	}
+	return h, nil
+}
+
+// Rows is the number of build rows.
+func (h *HashTable) Rows() int { return h.b.Rows }
+
+// Probe joins probe (on probeKeys: as many as the build keys, pairwise
+// comparable) against the table:
+//
+//   - plan.JoinInner: for each probe row, one output row per matching
+//     build row: all probe columns, then the build columns named in carry
+//     (in carry order).
+//   - plan.JoinSemi: each probe row with at least one match, once; probe
+//     columns only (carry must be empty).
+//   - plan.JoinAnti: each probe row without a match; probe columns only.
+//   - plan.JoinLeftOuter: the inner rows plus, for each probe row without a
+//     match, one row whose carry columns hold their type's zero value (0,
+//     0.00, "", 1970-01-01, false).
+//
+// Rows come out in probe order, a probe row's matches in build order.
+// Comparable keys: integer-coded types (int64, int32, date, decimal) with
+// each other by int64 value, except that two decimals must share their
+// scale and a decimal of nonzero scale does not compare with an integer;
+// strings with strings (bytes); float64 with float64; bool with bool. A
+// cross-join table (no build keys) takes no probe keys and matches every
+// row. The output is newly allocated. Errors (no panics): an unknown
+// column, a key count or type mismatch, carry columns with semi or anti,
+// an output column name that would appear twice, an unknown kind.
+func (h *HashTable) Probe(probe *Batch, probeKeys []string, kind plan.JoinKind, carry []string) (*Batch, error) {
+	if probe == nil {
+		return nil, fmt.Errorf("cpu: Probe of a nil batch")
+	}
+	switch kind {
+	case plan.JoinInner, plan.JoinLeftOuter:
+	case plan.JoinSemi, plan.JoinAnti:
+		if len(carry) > 0 {
+			return nil, fmt.Errorf("cpu: a %s join carries no build columns (asked for %v)", kind, carry)
+		}
+	default:
+		return nil, fmt.Errorf("cpu: unknown join kind %s", kind)
+	}
+	if probe.Rows >= math.MaxInt32 {
+		return nil, fmt.Errorf("cpu: Probe: %d rows is over the int32 row index", probe.Rows)
+	}
+	if len(probeKeys) != len(h.keys) {
+		return nil, fmt.Errorf("cpu: probe keys %v do not match the %d build keys %v", probeKeys, len(h.keys), h.names)
+	}
+	pk := make([]int, len(probeKeys))
+	for i, k := range probeKeys {
+		c := probe.Col(k)
+		if c < 0 {
+			_, err := probe.Column(k)
+			return nil, fmt.Errorf("cpu: probe key: %w", err)
+		}
+		if err := htCheckKey(probe, c, "probe key"); err != nil {
+			return nil, err
+		}
+		if err := hjComparable(&probe.Cols[c], &h.b.Cols[h.keys[i]]); err != nil {
+			return nil, fmt.Errorf("cpu: probe key %s vs build key %s: %w", k, h.names[i], err)
+		}
+		pk[i] = c
+	}
+	names := make([]string, 0, len(probe.Names)+len(carry))
+	names = append(names, probe.Names...)
+	cb := make([]int, len(carry))
+	for i, name := range carry {
+		c := h.b.Col(name)
+		if c < 0 {
+			_, err := h.b.Column(name)
+			return nil, fmt.Errorf("cpu: carried build column: %w", err)
+		}
+		if n := h.b.Cols[c].Len(); n != h.b.Rows {
+			return nil, fmt.Errorf("cpu: carried build column %s has %d values, batch %d rows", name, n, h.b.Rows)
+		}
+		cb[i] = c
+		names = append(names, name)
+	}
+	seen := make(map[string]bool, len(names))
+	for _, name := range names {
+		if seen[name] {
+			return nil, fmt.Errorf("cpu: %s join output would have column %s twice (rename one side)", kind, name)
+		}
+		seen[name] = true
+	}
+	for c := range probe.Cols {
+		if n := probe.Cols[c].Len(); n != probe.Rows {
+			return nil, fmt.Errorf("cpu: probe column %s has %d values, batch %d rows", probe.Names[c], n, probe.Rows)
+		}
+	}
+
+	var ps, bs []int32 // output rows: probe row, build row (-1: zero values)
+	switch kind {
+	case plan.JoinInner, plan.JoinLeftOuter:
+		if h.keys == nil {
+			ps, bs = h.hjCrossPairs(probe.Rows)
+		} else {
+			ps, bs = h.hjPairs(probe, pk)
+		}
+		if kind == plan.JoinLeftOuter {
+			ps, bs = hjOuter(probe.Rows, ps, bs)
+		}
+	case plan.JoinSemi, plan.JoinAnti:
+		var matched []bool
+		if h.keys == nil {
+			matched = make([]bool, probe.Rows)
+			if h.b.Rows > 0 {
+				for i := range matched {
+					matched[i] = true
+				}
+			}
+		} else {
+			matched = h.hjMatched(probe, pk)
+		}
+		want := kind == plan.JoinSemi
+		ps = make([]int32, 0, probe.Rows)
+		for i, m := range matched {
+			if m == want {
+				ps = append(ps, int32(i))
+			}
+		}
+	}
+
+	out := &Batch{Names: names, Cols: make([]Vec, 0, len(names)), Rows: len(ps)}
+	for c := range probe.Cols {
+		out.Cols = append(out.Cols, GatherVec(&probe.Cols[c], ps))
+	}
+	for _, c := range cb {
+		if kind == plan.JoinLeftOuter {
+			out.Cols = append(out.Cols, hjGatherOrZero(&h.b.Cols[c], bs))
+		} else {
+			out.Cols = append(out.Cols, GatherVec(&h.b.Cols[c], bs))
+		}
+	}
+	return out, nil
+}
+
+// hjComparable checks that probe key p and build key b compare (see Probe).
+func hjComparable(p, b *Vec) error {
+	switch {
+	case htIntCoded(p.Type) && htIntCoded(b.Type):
+		pd, bd := p.Type == TDecimal, b.Type == TDecimal
+		if pd && bd && p.Scale != b.Scale {
+			return fmt.Errorf("decimal scales %d and %d differ", p.Scale, b.Scale)
+		}
+		if pd != bd && (pd && p.Scale != 0 || bd && b.Scale != 0) {
+			return fmt.Errorf("%s does not compare with %s", gthTypeName(p), gthTypeName(b))
+		}
+		return nil
+	case p.Type == b.Type && (p.Type == TString || p.Type == TFloat64 || p.Type == TBool):
+		return nil
+	}
+	return fmt.Errorf("%s does not compare with %s", gthTypeName(p), gthTypeName(b))
+}
+
+// hjCrossPairs pairs every probe row with every build row.
+func (h *HashTable) hjCrossPairs(n int) (ps, bs []int32) {
+	m := h.b.Rows
+	ps = make([]int32, 0, n*m)
+	bs = make([]int32, 0, n*m)
+	for i := range n {
+		for r := range m {
+			ps = append(ps, int32(i))
+			bs = append(bs, int32(r))
+		}
+	}
+	return ps, bs
+}
+
+// hjPairs returns the (probe row, build row) pairs with equal keys, in
+// probe order and, per probe row, build order. Every build row of equal
+// hash is a candidate; the keys of all candidates are then compared column
+// by column in typed loops and the (rare) hash collisions dropped.
+func (h *HashTable) hjPairs(probe *Batch, pk []int) (ps, bs []int32) {
+	hs := HashColumns(probe, pk, nil)
+	heads, next, hashes, shift := h.heads, h.next, h.hashes, h.shift
+	ps = make([]int32, 0, len(hs))
+	bs = make([]int32, 0, len(hs))
+	for i, hv := range hs {
+		for r := heads[hv>>shift]; r >= 0; r = next[r] {
+			if hashes[r] == hv {
+				ps = append(ps, int32(i))
+				bs = append(bs, r)
+			}
+		}
+	}
+	if len(ps) == 0 {
+		return ps, bs
+	}
+	bad := make([]bool, len(ps))
+	anyBad := false
+	for k, c := range pk {
+		if hjMarkUnequal(&probe.Cols[c], &h.b.Cols[h.keys[k]], ps, bs, bad) {
+			anyBad = true
+		}
+	}
+	if !anyBad {
+		return ps, bs
+	}
+	j := 0
+	for i := range ps {
+		if !bad[i] {
+			ps[j], bs[j] = ps[i], bs[i]
+			j++
+		}
+	}
+	return ps[:j], bs[:j]
+}
+
+// hjMatched reports per probe row whether some build row has equal keys.
+// Each row's first equal-hash candidate is verified in typed loops; only
+// rows whose candidate was a hash collision walk the rest of their chain
+// comparing key by key.
+func (h *HashTable) hjMatched(probe *Batch, pk []int) []bool {
+	hs := HashColumns(probe, pk, nil)
+	heads, next, hashes, shift := h.heads, h.next, h.hashes, h.shift
+	matched := make([]bool, len(hs))
+	ps := make([]int32, 0, len(hs))
+	bs := make([]int32, 0, len(hs))
+	for i, hv := range hs {
+		for r := heads[hv>>shift]; r >= 0; r = next[r] {
+			if hashes[r] == hv {
+				ps = append(ps, int32(i))
+				bs = append(bs, r)
+				break
+			}
+		}
+	}
+	bad := make([]bool, len(ps))
+	for k, c := range pk {
+		hjMarkUnequal(&probe.Cols[c], &h.b.Cols[h.keys[k]], ps, bs, bad)
+	}
+	for j, p := range ps {
+		if !bad[j] {
+			matched[p] = true
+			continue
+		}
+		hv := hs[p]
+		for r := next[bs[j]]; r >= 0; r = next[r] {
+			if hashes[r] == hv && h.hjRowEqual(probe, pk, int(p), int(r)) {
+				matched[p] = true
+				break
+			}
+		}
+	}
+	return matched
+}
+
+// hjRowEqual compares the keys of probe row i and build row r.
+func (h *HashTable) hjRowEqual(probe *Batch, pk []int, i, r int) bool {
+	for k, c := range pk {
+		p, b := &probe.Cols[c], &h.b.Cols[h.keys[k]]
+		switch p.Type {
+		case TString:
+			if !bytes.Equal(p.StrAt(i), b.StrAt(r)) {
+				return false
+			}
+		case TFloat64:
+			if p.F64[i] != b.F64[r] {
+				return false
+			}
+		case TBool:
+			if p.B[i] != b.B[r] {
+				return false
+			}
+		default:
+			if p.Int(i) != b.Int(r) {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// hjMarkUnequal sets bad[j] where probe value ps[j] of p differs from
+// build value bs[j] of b (types checked by hjComparable) and reports
+// whether it set any.
+func hjMarkUnequal(p, b *Vec, ps, bs []int32, bad []bool) bool {
+	switch p.Type {
+	case TString:
+		diff := false
+		for j := range ps {
+			if !bytes.Equal(p.StrAt(int(ps[j])), b.StrAt(int(bs[j]))) {
+				bad[j], diff = true, true
+			}
+		}
+		return diff
+	case TFloat64:
+		return hjNe(p.F64, b.F64, ps, bs, bad)
+	case TBool:
+		return hjNe(p.B, b.B, ps, bs, bad)
+	}
+	p64, b64 := p.Type == TInt64 || p.Type == TDecimal, b.Type == TInt64 || b.Type == TDecimal
+	switch {
+	case p64 && b64:
+		return hjNe(p.I64, b.I64, ps, bs, bad)
+	case !p64 && !b64:
+		return hjNe(p.I32, b.I32, ps, bs, bad)
+	case p64:
+		return hjNeInts(p.I64, b.I32, ps, bs, bad)
+	default:
+		return hjNeInts(p.I32, b.I64, ps, bs, bad)
+	}
+}
+
+func hjNe[T comparable](p, b []T, ps, bs []int32, bad []bool) bool {
+	diff := false
+	for j := range ps {
+		if p[ps[j]] != b[bs[j]] {
+			bad[j], diff = true, true
+		}
+	}
+	return diff
+}
+
+func hjNeInts[P, B int32 | int64](p []P, b []B, ps, bs []int32, bad []bool) bool {
+	diff := false
+	for j := range ps {
+		if int64(p[ps[j]]) != int64(b[bs[j]]) {
+			bad[j], diff = true, true
+		}
+	}
+	return diff
+}
+
+// hjOuter adds, to the inner pairs (sorted by probe row), a pair (i, -1)
+// for each probe row i without a match, keeping probe order.
+func hjOuter(n int, ps, bs []int32) ([]int32, []int32) {
+	ops := make([]int32, 0, len(ps)+n/4)
+	obs := make([]int32, 0, len(ps)+n/4)
+	j := 0
+	for i := range int32(n) {
+		if j < len(ps) && ps[j] == i {
+			for j < len(ps) && ps[j] == i {
+				ops = append(ops, i)
+				obs = append(obs, bs[j])
+				j++
+			}
+			continue
+		}
+		ops = append(ops, i)
+		obs = append(obs, -1)
+	}
+	return ops, obs
+}
+
+// hjGatherOrZero is GatherVec where a negative index yields the zero value.
+func hjGatherOrZero(v *Vec, sel []int32) Vec {
+	out := Vec{Type: v.Type, Scale: v.Scale}
+	switch v.Type {
+	case TInt64, TDecimal:
+		out.I64 = hjFixedOrZero(v.I64, sel)
+	case TInt32, TDate:
+		out.I32 = hjFixedOrZero(v.I32, sel)
+	case TFloat64:
+		out.F64 = hjFixedOrZero(v.F64, sel)
+	case TBool:
+		out.B = hjFixedOrZero(v.B, sel)
+	case TString:
+		out.Off = make([]int32, len(sel)+1)
+		var total int64
+		for _, s := range sel {
+			if s >= 0 {
+				total += int64(v.Off[s+1] - v.Off[s])
+			}
+		}
+		if total > math.MaxInt32 {
+			panic(fmt.Sprintf("cpu: gathering %d string bytes overflows int32 offsets", total))
+		}
+		out.Str = make([]byte, total)
+		var p int32
+		for i, s := range sel {
+			if s >= 0 {
+				p += int32(copy(out.Str[p:], v.Str[v.Off[s]:v.Off[s+1]]))
+			}
+			out.Off[i+1] = p
+		}
+	}
+	return out
+}
+
+func hjFixedOrZero[T any](src []T, sel []int32) []T {
+	out := make([]T, len(sel))
+	for i, s := range sel {
+		if s >= 0 {
+			out[i] = src[s]
+		}
+	}
+	return out
+}

@@ -1,0 +1,271 @@
+package cpu
+
+import (
+	"fmt"
+	"testing"
+
+	"gostachio/plan"
+)
+
+var ktJoinKinds = []plan.JoinKind{plan.JoinInner, plan.JoinSemi, plan.JoinAnti, plan.JoinLeftOuter}
+
+// ktJoinRef is a map-based join: the expected output rows.
+func ktJoinRef(build *Batch, bk []string, probe *Batch, pk []string, kind plan.JoinKind, carry []string) []string {
+	bkc, pkc := make([]int, len(bk)), make([]int, len(pk))
+	for i, k := range bk {
+		bkc[i] = build.Col(k)
+	}
+	for i, k := range pk {
+		pkc[i] = probe.Col(k)
+	}
+	index := map[string][]int{}
+	for r := range build.Rows {
+		k := ktKey(build, bkc, r)
+		index[k] = append(index[k], r)
+	}
+	var out []string
+	for i := range probe.Rows {
+		ms := index[ktKey(probe, pkc, i)]
+		row := ktRow(probe, i)
+		switch kind {
+		case plan.JoinSemi:
+			if len(ms) > 0 {
+				out = append(out, row)
+			}
+		case plan.JoinAnti:
+			if len(ms) == 0 {
+				out = append(out, row)
+			}
+		default:
+			for _, m := range ms {
+				s := row
+				for _, c := range carry {
+					s += "|" + ktCell(&build.Cols[build.Col(c)], m)
+				}
+				out = append(out, s)
+			}
+			if len(ms) == 0 && kind == plan.JoinLeftOuter {
+				s := row
+				for _, c := range carry {
+					s += "|" + ktZeroCell(build.Cols[build.Col(c)].Type)
+				}
+				out = append(out, s)
+			}
+		}
+	}
+	return out
+}
+
+// ktJoinSpec is a key shape: the build and probe key columns.
+type ktJoinSpec struct {
+	name        string
+	build, prob []ktCol
+}
+
+// ktJoinSpecs: each key type, a mixed-width pair and composites. Build
+// keys repeat (about 3 rows per key); about 2/3 of the probe rows match.
+func ktJoinSpecs(nb int) []ktJoinSpec {
+	c := nb/3 + 1
+	pc := c * 3 / 2
+	one := func(name string, bt, pt Type) ktJoinSpec {
+		return ktJoinSpec{name: name, build: []ktCol{{name: "bk", typ: bt, card: c}}, prob: []ktCol{{name: "pk", typ: pt, card: pc}}}
+	}
+	c2 := max(1, c/5)
+	return []ktJoinSpec{
+		one("int64", TInt64, TInt64), one("int32", TInt32, TInt32), one("date", TDate, TDate),
+		one("decimal", TDecimal, TDecimal), one("string", TString, TString), one("float64", TFloat64, TFloat64),
+		one("int32-int64", TInt64, TInt32), one("int64-int32", TInt32, TInt64),
+		{name: "string+int32", build: []ktCol{{name: "bk", typ: TString, card: 5}, {name: "bk2", typ: TInt32, card: c2}},
+			prob: []ktCol{{name: "pk", typ: TString, card: 6}, {name: "pk2", typ: TInt64, card: c2 * 3 / 2}}},
+		{name: "date+decimal", build: []ktCol{{name: "bk", typ: TDate, card: 5}, {name: "bk2", typ: TDecimal, card: c2}},
+			prob: []ktCol{{name: "pk", typ: TDate, card: 6}, {name: "pk2", typ: TDecimal, card: c2 * 3 / 2}}},
+	}
+}
+
+func ktNames(cols []ktCol) []string {
+	out := make([]string, len(cols))
+	for i, c := range cols {
+		out[i] = c.name
+	}
+	return out
+}
+
+func ktCheckJoin(t *testing.T, what string, ht *HashTable, build, probe *Batch, bk, pk []string) {
+	t.Helper()
+	for _, kind := range ktJoinKinds {
+		var carry []string
+		if kind == plan.JoinInner || kind == plan.JoinLeftOuter {
+			carry = []string{"bs", "bdec", "bdate"}
+			if len(bk) > 0 {
+				carry = append(carry, bk[0])
+			}
+		}
+		got, err := ht.Probe(probe, pk, kind, carry)
+		if err != nil {
+			t.Fatalf("%s %s: %v", what, kind, err)
+		}
+		if err := got.Validate(); err != nil {
+			t.Fatalf("%s %s: %v", what, kind, err)
+		}
+		if len(got.Names) != len(probe.Names)+len(carry) {
+			t.Fatalf("%s %s: columns %v", what, kind, got.Names)
+		}
+		for i, c := range carry {
+			v := &got.Cols[len(probe.Names)+i]
+			w := &build.Cols[build.Col(c)]
+			if got.Names[len(probe.Names)+i] != c || v.Type != w.Type || v.Scale != w.Scale {
+				t.Fatalf("%s %s: carried column %s is %s %s", what, kind, c, got.Names[len(probe.Names)+i], gthTypeName(v))
+			}
+		}
+		ktSameRows(t, fmt.Sprintf("%s %s", what, kind), ktRows(got), ktJoinRef(build, bk, probe, pk, kind, carry))
+	}
+}
+
+func ktJoinPayload() []ktCol {
+	return []ktCol{{name: "bs", typ: TString, card: 40}, {name: "bdec", typ: TDecimal, card: 0}, {name: "bdate", typ: TDate, card: 0}}
+}
+
+func TestJoin(t *testing.T) {
+	r := ktRng(20)
+	sizes := [][2]int{{0, 0}, {0, 7}, {7, 0}, {1, 1}, {1, 7}, {7, 7}, {7, 1000}, {1000, 7}, {1000, 1000},
+		{1000, 100000}, {100000, 1000}}
+	for _, sz := range sizes {
+		nb, np := sz[0], sz[1]
+		for _, spec := range ktJoinSpecs(nb) {
+			if nb*np > 1e7 && spec.name != "int64" && spec.name != "string+int32" {
+				continue // the big shapes once per key family
+			}
+			build := ktBatch(r, nb, append(spec.build, ktJoinPayload()...)...)
+			src := ktBatch(r, np+2, append(spec.prob, ktCol{name: "ps", typ: TString, card: 0}, ktCol{name: "pv", typ: TInt64})...)
+			probe := Slice(src, 2, np+2) // strings not at byte 0
+			bk, pk := ktNames(spec.build), ktNames(spec.prob)
+			ht, err := BuildHashTable(build, bk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if ht.Rows() != nb {
+				t.Fatalf("Rows() = %d, want %d", ht.Rows(), nb)
+			}
+			ktCheckJoin(t, fmt.Sprintf("%s build %d probe %d", spec.name, nb, np), ht, build, probe, bk, pk)
+		}
+	}
+}
+
+// A table built without keys is a cross join.
+func TestJoinCross(t *testing.T) {
+	r := ktRng(21)
+	for _, sz := range [][2]int{{0, 0}, {0, 5}, {1, 0}, {1, 1000}, {3, 7}, {7, 100}} {
+		build := ktBatch(r, sz[0], ktJoinPayload()...)
+		probe := ktBatch(r, sz[1], ktCol{name: "pk", typ: TInt64, card: 10}, ktCol{name: "ps", typ: TString, card: 10})
+		ht, err := BuildHashTable(build, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ktCheckJoin(t, fmt.Sprintf("cross build %d probe %d", sz[0], sz[1]), ht, build, probe, nil, nil)
+	}
+}
+
+// With all hashes forced into four values, every key compare and the
+// collision paths (semi/anti chain walks) decide the result.
+func TestJoinHashCollisions(t *testing.T) {
+	htTestCollide = true
+	defer func() { htTestCollide = false }()
+	r := ktRng(22)
+	for _, sz := range [][2]int{{7, 7}, {300, 500}} {
+		for _, spec := range ktJoinSpecs(sz[0]) {
+			build := ktBatch(r, sz[0], append(spec.build, ktJoinPayload()...)...)
+			probe := ktBatch(r, sz[1], append(spec.prob, ktCol{name: "ps", typ: TString, card: 0})...)
+			bk, pk := ktNames(spec.build), ktNames(spec.prob)
+			ht, err := BuildHashTable(build, bk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ktCheckJoin(t, fmt.Sprintf("collide %s build %d probe %d", spec.name, sz[0], sz[1]), ht, build, probe, bk, pk)
+		}
+	}
+}
+
+func TestJoinErrors(t *testing.T) {
+	r := ktRng(23)
+	build := ktBatch(r, 10, ktCol{name: "bk", typ: TInt64, card: 5}, ktCol{name: "bdec", typ: TDecimal, card: 5},
+		ktCol{name: "bs", typ: TString, card: 5}, ktCol{name: "pv", typ: TInt64, card: 5})
+	probe := ktBatch(r, 10, ktCol{name: "pk", typ: TInt32, card: 5}, ktCol{name: "pdec", typ: TDecimal, card: 5, scale: 4},
+		ktCol{name: "ps", typ: TString, card: 5}, ktCol{name: "pv", typ: TInt64, card: 5})
+	_, err := BuildHashTable(build, []string{"nope"})
+	ktWantErr(t, "build on unknown key", err, "nope")
+	ht, err := BuildHashTable(build, []string{"bk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = ht.Probe(probe, []string{"nope"}, plan.JoinInner, nil)
+	ktWantErr(t, "unknown probe key", err, "nope")
+	_, err = ht.Probe(probe, []string{"pk", "ps"}, plan.JoinInner, nil)
+	ktWantErr(t, "key count", err, "do not match")
+	_, err = ht.Probe(probe, []string{"ps"}, plan.JoinInner, nil)
+	ktWantErr(t, "string vs int64", err, "does not compare")
+	_, err = ht.Probe(probe, []string{"pk"}, plan.JoinInner, []string{"gone"})
+	ktWantErr(t, "unknown carry", err, "gone")
+	_, err = ht.Probe(probe, []string{"pk"}, plan.JoinInner, []string{"pv"})
+	ktWantErr(t, "duplicate output column", err, "pv")
+	_, err = ht.Probe(probe, []string{"pk"}, plan.JoinInner, []string{"bs", "bs"})
+	ktWantErr(t, "carry twice", err, "bs")
+	_, err = ht.Probe(probe, []string{"pk"}, plan.JoinSemi, []string{"bs"})
+	ktWantErr(t, "semi with carry", err, "carries no")
+	_, err = ht.Probe(probe, []string{"pk"}, plan.JoinKind(9), nil)
+	ktWantErr(t, "bad kind", err, "unknown join kind")
+
+	dt, err := BuildHashTable(build, []string{"bdec"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = dt.Probe(probe, []string{"pdec"}, plan.JoinInner, nil)
+	ktWantErr(t, "decimal scales", err, "scales")
+	_, err = dt.Probe(probe, []string{"pk"}, plan.JoinInner, nil)
+	ktWantErr(t, "decimal vs int", err, "does not compare")
+
+	cross, err := BuildHashTable(build, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = cross.Probe(probe, []string{"pk"}, plan.JoinInner, nil)
+	ktWantErr(t, "keys against a cross table", err, "do not match")
+}
+
+func BenchmarkJoin(b *testing.B) {
+	const nb, np = 1 << 17, 1 << 20
+	r := ktRng(24)
+	build := ktBatch(r, nb, ktCol{name: "bk", typ: TInt64, card: 0}, ktCol{name: "bv", typ: TDecimal})
+	for i := range nb {
+		build.Cols[0].I64[i] = int64(i) // unique keys, as a primary key
+	}
+	probe := ktBatch(r, np, ktCol{name: "pk", typ: TInt64, card: nb * 2}, ktCol{name: "pv", typ: TInt32})
+	for i := range np {
+		probe.Cols[0].I64[i] = r.Int64N(2 * nb)
+	}
+	b.Run("build", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := BuildHashTable(build, []string{"bk"}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		ktRowsPerSec(b, nb)
+	})
+	ht, err := BuildHashTable(build, []string{"bk"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, kind := range ktJoinKinds {
+		var carry []string
+		if kind == plan.JoinInner || kind == plan.JoinLeftOuter {
+			carry = []string{"bv"}
+		}
+		b.Run("probe-"+kind.String(), func(b *testing.B) {
+			for b.Loop() {
+				if _, err := ht.Probe(probe, []string{"pk"}, kind, carry); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ktRowsPerSec(b, np)
+		})
+	}
+}
