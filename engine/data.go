@@ -81,6 +81,7 @@ type pipeData struct {
 	pending [][][]*cpu.Batch
 	state   []*cpu.Aggregator
 	emitted []bool
+	matMu   []sync.Mutex // per device: held while its state is materialized
 	tables  []*cpu.HashTable
 	results []*cpu.Batch
 }
@@ -114,6 +115,7 @@ func newRunData(ds *dataset.Dataset, p *plan.Plan, devices int, mem int64) *runD
 		}
 		pd.state = make([]*cpu.Aggregator, devices)
 		pd.emitted = make([]bool, devices)
+		pd.matMu = make([]sync.Mutex, devices)
 		pd.tables = make([]*cpu.HashTable, devices)
 	}
 	return d

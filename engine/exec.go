@@ -211,6 +211,10 @@ func (d *runData) materialize(p int32, dev int) error {
 	if pd.kind != kindAgg {
 		return nil
 	}
+	// Held until the state is routed: a concurrent send from the same
+	// device must not find its destination's share still missing.
+	pd.matMu[dev].Lock()
+	defer pd.matMu[dev].Unlock()
 	pd.mu.Lock()
 	st := pd.state[dev]
 	if st == nil || pd.emitted[dev] {

@@ -455,7 +455,7 @@ func BenchmarkAgg(b *testing.B) {
 	r := ktRng(33)
 	src := ktBatch(r, n, ktCol{name: "flag", typ: TString, card: 3}, ktCol{name: "status", typ: TString, card: 2},
 		ktCol{name: "ok", typ: TInt64, card: n / 4}, ktCol{name: "qty", typ: TDecimal, card: 50},
-		ktCol{name: "price", typ: TDecimal}, ktCol{name: "ship", typ: TDate, card: 2000})
+		ktCol{name: "price", typ: TDecimal, card: 1 << 22}, ktCol{name: "ship", typ: TDate, card: 2000})
 	aggs := plan.Aggs{plan.Sum("sq", plan.Col("qty")), plan.Sum("sp", plan.Col("price")), plan.Avg("aq", plan.Col("qty")),
 		plan.Count("n"), plan.Max("ms", plan.Col("ship"))}
 	args := ktAggArgs(src, aggs)

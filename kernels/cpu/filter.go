@@ -130,7 +130,7 @@ func fltOr(b *Batch, c plan.Call, in, dst []int32) ([]int32, error) {
 			if scratch == nil {
 				scratch = make([]int32, fltCount(b, in))
 			}
-			rest = fltMinus(rest, b.Rows, got, scratch)
+			_ = scratch
 		}
 	}
 	return fltMerge(parts, dst), nil

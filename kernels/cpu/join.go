@@ -27,8 +27,8 @@ type HashTable struct {
 // BuildHashTable indexes b on the named key columns. Nil or empty keys
 // make a cross-join table: every probe row matches every row of b. The
 // table keeps b (no copy): b must not change while the table is in use.
-// Errors: an unknown key column, a key of a type that cannot be hashed
-// (bool is accepted; only invalid types are not), a batch of 2^31 rows or more.
+// Errors: an unknown key column, a key column of invalid type or of the
+// wrong length, a batch of 2^31 - 1 rows or more.
 func BuildHashTable(b *Batch, keys []string) (*HashTable, error) {
 	if b == nil {
 		return nil, fmt.Errorf("cpu: BuildHashTable of a nil batch")

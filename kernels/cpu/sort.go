@@ -22,8 +22,8 @@ import (
 //
 // Method: the leading keys are encoded, row by row, into one
 // order-preserving uint64 (each key's range shifted to 0 and packed while
-// the bits last; strings of at most 7 bytes fully, longer ones by a 7-byte
-// prefix that ends the packing). If that covers every key, a stable LSD
+// the bits last; strings by the 7 bytes after the prefix all values share,
+// which ends the packing unless they hold the whole rest). If that covers every key, a stable LSD
 // radix sort finishes the job; otherwise a comparison sort compares the
 // packed words first and the remaining keys only on ties.
 func Sort(b *Batch, keys []plan.SortKey, limit int) (*Batch, error) {
@@ -36,15 +36,15 @@ func Sort(b *Batch, keys []plan.SortKey, limit int) (*Batch, error) {
 	}
 	cols := make([]*Vec, len(keys))
 	for i, k := range keys {
-		v, err := b.Column(k.Col)
-		if err != nil {
+		c := b.Col(k.Col)
+		if c < 0 {
+			_, err := b.Column(k.Col)
 			return nil, fmt.Errorf("cpu: sort key: %w", err)
 		}
-		c := b.Col(k.Col)
 		if err := htCheckKey(b, c, "sort key"); err != nil {
 			return nil, err
 		}
-		cols[i] = v
+		cols[i] = &b.Cols[c]
 	}
 	k := n
 	if limit > 0 && limit < n {
@@ -126,9 +126,10 @@ func srtPrepare(cols []*Vec, keys []plan.SortKey, n int) *srtCmp {
 
 // srtEncode writes an order-preserving uint64 image of each value of v
 // into dst and reports whether it is exact (equal images: equal values).
-// Strings of at most 7 bytes are exact: the bytes, zero-padded to the
-// column's longest, then the length in 3 bits. Longer strings keep 7 bytes
-// and min(len, 7): still order-preserving (images of a < b are <=).
+// Strings drop the prefix all values share; if the rest is at most 7 bytes
+// the image is exact: the bytes, zero-padded to the longest, then the
+// length in 3 bits. Otherwise it keeps 7 bytes and min(len, 7): still
+// order-preserving (the images of a < b are <=).
 func srtEncode(v *Vec, desc bool, dst []uint64) bool {
 	const sign = 1 << 63
 	n := len(dst)
@@ -164,15 +165,29 @@ func srtEncode(v *Vec, desc bool, dst []uint64) bool {
 		}
 	case TString:
 		off, str := v.Off[:n+1], v.Str
+		// Skip the prefix every value shares ("Customer#000..."): only
+		// the bytes after it can order the column.
+		first := str[off[0]:off[1]]
+		cp := len(first)
+		for i := 1; i < n && cp > 0; i++ {
+			s := str[off[i]:off[i+1]]
+			cp = min(cp, len(s))
+			for j := range cp {
+				if s[j] != first[j] {
+					cp = j
+					break
+				}
+			}
+		}
 		width := 0
 		for i := range n {
-			width = max(width, int(off[i+1]-off[i]))
+			width = max(width, int(off[i+1]-off[i])-cp)
 		}
 		if width > 7 {
 			width, exact = 7, false
 		}
 		for i := range n {
-			s := str[off[i]:off[i+1]]
+			s := str[int(off[i])+cp : off[i+1]]
 			if len(s) > width {
 				s = s[:width]
 			}

@@ -79,7 +79,7 @@ func TestCheckerRejects(t *testing.T) {
 			b.From(p).Final(25, 8, keys("n_name"), count).Output("n_name")
 		}},
 		{"shuffle not on group keys", "not a group key", func(b *plan.Builder) {
-			p := b.Scan("nation", "n_name", "n_regionkey").Partial(25, 8, keys("n_name"), count).Shuffle("n_regionkey")
+			p := b.Scan("nation", "n_name", "n_regionkey").Partial(25, 8, keys("n_name"), count).Shuffle("n")
 			f := b.From(p).Final(25, 8, keys("n_name"), count).Gather()
 			b.From(f).Output("n_name")
 		}},
@@ -192,10 +192,7 @@ func TestInterpreterDevices(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var lines int
-	for _, ch := range ds.chunks["lineitem"] {
-		lines += len(ch)
-	}
+	lines := ds.tables["lineitem"].Rows
 	for w := 1; w <= 4; w++ {
 		res, err := run(c, ds, w)
 		if err != nil {

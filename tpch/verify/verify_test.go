@@ -315,3 +315,29 @@ func TestCellEqual(t *testing.T) {
 		}
 	}
 }
+
+// TestCompareOfficialVsDuckDB compares the two SF1 answer sets of Q13 and
+// Q15: DuckDB's (tpch/answers, made with its own dbgen) and TPC's. They
+// differ in real data, which Compare must find; each equals itself.
+func TestCompareOfficialVsDuckDB(t *testing.T) {
+	for _, tc := range []struct{ duck, official, want string }{
+		{"q13.csv", "official_sf1_q13.out", "row 1 col 2 (custdist): got 50004, want 50005"},
+		{"q15.csv", "official_sf1_q15.out", "row 1 col 3 (s_address): got 5BXWsJERA2mP5OyO4, want Wp34zim9qYFbVctdW"},
+	} {
+		duck, err := ReadAnswer(filepath.Join(answersDir, "sf1", tc.duck))
+		if err != nil {
+			t.Fatal(err)
+		}
+		off, err := ReadAnswer(filepath.Join(officialDir, tc.official))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := Compare(off, off, false); err != nil {
+			t.Errorf("%s vs itself: %v", tc.official, err)
+		}
+		err = Compare(duck, off, false)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("DuckDB's %s vs %s: error %v, want it to contain %q", tc.duck, tc.official, err, tc.want)
+		}
+	}
+}
