@@ -9,12 +9,21 @@ GO ?= go
 BIN := bin/gostachio
 DEMO_DATA ?= out/data/sf0.01
 
-.PHONY: all build test race bench bench-io bench-gen demo lint fmt vet deps clean
+.PHONY: all build peer test test-peer race bench bench-io bench-gen bench-tpch demo lint fmt vet deps clean
+
+# The DuckDB peer (cgo) lives in its own module so the main one stays
+# cgo-free; `make test` runs its cross-check of our engine against DuckDB.
+PEER := experiments/peers/duckdb
+PEER_BIN := bin/duckdb-tpch
+BENCH_DATA ?= out/data/sf1
 
 all: build
 
 build:
 	$(GO) build -o $(BIN) ./cmd/gostachio
+
+peer:
+	cd $(PEER) && $(GO) build -o $(CURDIR)/$(PEER_BIN) ./cmd/duckdb-tpch
 
 # gofmt check + vet + every test (the SF1 dbgen-exactness tests included).
 test: deps
@@ -22,6 +31,12 @@ test: deps
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 30m ./...
+	$(MAKE) test-peer
+
+# DuckDB on our Parquet export: its answers, and our engine's results equal
+# to DuckDB's at fractional scale factors.
+test-peer:
+	cd $(PEER) && $(GO) vet ./... && $(GO) test -count=1 -timeout 20m ./...
 
 race:
 	$(GO) test -race -short -count=1 -timeout 30m ./...
@@ -31,6 +46,11 @@ bench: build
 
 bench-gen:
 	$(GO) test -run '^$$' -bench GenSF1 -benchtime 1x ./tpch/
+
+# All 22 queries at SF1, cold, serial vs overlap, side by side with DuckDB.
+bench-tpch: build peer
+	$(BIN) gen --sf 1 --out $(BENCH_DATA) --if-missing
+	$(BIN) bench tpch --data $(BENCH_DATA) --duckdb $(PEER_BIN) --rounds 3
 
 bench-io: build deps
 	$(BIN) gen --sf 1 --out out/data/sf1 --if-missing

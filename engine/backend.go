@@ -31,7 +31,9 @@ type Backend struct {
 	topo   scheduler.Topology
 	clock  *storage.MonotonicClock
 	reader *storage.Reader
-	alloc  alloc.Allocator
+	// ownReader: the backend made the reader and closes it.
+	ownReader bool
+	alloc     alloc.Allocator
 	slots  chan struct{} // CPU slots for copies, kernels and merges
 	data   *runData
 
@@ -39,7 +41,7 @@ type Backend struct {
 	queue   []scheduler.Completion
 	notify  chan struct{}
 	started int // tasks started and not yet returned by Next
-	reads   map[uint64]*scheduler.Task
+	reads   map[uint64]pendingRead
 	readTag uint64
 	readErr error
 	pumping bool
@@ -66,6 +68,10 @@ type BackendOptions struct {
 	Allocator alloc.Allocator
 	// Log receives one-line notices (storage fallbacks).
 	Log interface{ Write([]byte) (int, error) }
+	// Reader, when set, is used instead of a reader of the backend's own
+	// (and is not closed with it): a session reuses one reader, whose
+	// io_uring setup and buffer registration cost a few hundred ms once.
+	Reader *storage.Reader
 }
 
 // NewBackend prepares a run of p over dataset ds.
@@ -84,24 +90,18 @@ func NewBackend(ds *dataset.Dataset, p *plan.Plan, opts BackendOptions) (*Backen
 		topo: scheduler.Topology{Nodes: 1, Devices: opts.Devices, SSDs: 1, NICs: 1,
 			DeviceMem: (opts.Mem - pinned) / int64(opts.Devices), PinnedMem: pinned},
 		slots: make(chan struct{}, runtime.GOMAXPROCS(0)), notify: make(chan struct{}, 1),
-		reads: map[uint64]*scheduler.Task{}}
+		reads: map[uint64]pendingRead{}}
 	b.ctx, b.cancel = context.WithCancel(context.Background())
-	sopts := storage.DefaultOptions()
-	if opts.IO != "" {
-		sopts.IO = opts.IO
+	if opts.Reader != nil {
+		b.reader = opts.Reader
+	} else {
+		r, err := NewReader(opts.IO, opts.Buffered, opts.Allocator, opts.Log)
+		if err != nil {
+			return nil, err
+		}
+		b.reader, b.ownReader = r, true
 	}
-	sopts.Buffered = opts.Buffered
-	sopts.Clock = b.clock
-	sopts.Allocator = opts.Allocator
-	if opts.Log != nil {
-		sopts.Log = opts.Log
-	}
-	r, err := storage.NewReader(sopts)
-	if err != nil {
-		return nil, fmt.Errorf("engine: %w", err)
-	}
-	b.reader = r
-	b.alloc = r.Allocator()
+	b.alloc = b.reader.Allocator()
 	b.data = newRunData(ds, p, opts.Devices, opts.Mem)
 	return b, nil
 }
@@ -110,7 +110,34 @@ func NewBackend(ds *dataset.Dataset, p *plan.Plan, opts BackendOptions) (*Backen
 func (b *Backend) Close() error {
 	b.cancel()
 	b.data.releaseAll()
-	return b.reader.Close()
+	if b.ownReader {
+		return b.reader.Close()
+	}
+	return nil
+}
+
+// NewReader makes a storage reader for engine runs (see BackendOptions).
+func NewReader(io string, buffered bool, a alloc.Allocator, log interface{ Write([]byte) (int, error) }) (*storage.Reader, error) {
+	sopts := storage.DefaultOptions()
+	if io != "" {
+		sopts.IO = io
+	}
+	sopts.Buffered = buffered
+	sopts.Allocator = a
+	if log != nil {
+		sopts.Log = log
+	}
+	r, err := storage.NewReader(sopts)
+	if err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	return r, nil
+}
+
+// pendingRead is a submitted read: its task and when it was submitted.
+type pendingRead struct {
+	task   *scheduler.Task
+	submit scheduler.Time
 }
 
 // Topology implements scheduler.Backend.
@@ -199,7 +226,7 @@ func (b *Backend) startRead(t *scheduler.Task) error {
 	b.mu.Lock()
 	b.readTag++
 	tag := b.readTag
-	b.reads[tag] = t
+	b.reads[tag] = pendingRead{task: t, submit: b.Now()}
 	pump := !b.pumping
 	b.pumping = true
 	b.mu.Unlock()
@@ -226,10 +253,14 @@ func (b *Backend) pumpReads() {
 		for i := range cs {
 			sc := &cs[i]
 			b.mu.Lock()
-			t := b.reads[sc.Tag]
+			pr := b.reads[sc.Tag]
 			delete(b.reads, sc.Tag)
 			b.mu.Unlock()
-			c := scheduler.Completion{Task: t, Start: scheduler.Time(sc.Start), Err: sc.Err}
+			t := pr.task
+			// The reader has its own clock (it may outlive this backend):
+			// the read started its queueing delay after submission.
+			start := pr.submit + scheduler.Time(max(sc.Start-sc.Submit, 0))
+			c := scheduler.Completion{Task: t, Start: start, Err: sc.Err}
 			if sc.Err == nil {
 				b.data.ioBytes.Add(sc.IOBytes)
 				if t.Meta {

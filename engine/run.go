@@ -72,6 +72,14 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 	if opts.Log == nil {
 		opts.Log = stderr
 	}
+	if opts.Reader == nil {
+		r, err := OpenSession(ctx, ds, opts.QueryOptions)
+		if err != nil {
+			return err
+		}
+		defer r.Close()
+		opts.Reader = r
+	}
 	var results []*QueryResult
 	for _, name := range names {
 		qo := opts.QueryOptions

@@ -130,7 +130,7 @@ func fltOr(b *Batch, c plan.Call, in, dst []int32) ([]int32, error) {
 			if scratch == nil {
 				scratch = make([]int32, fltCount(b, in))
 			}
-			_ = scratch
+			rest = fltMinus(rest, b.Rows, got, scratch)
 		}
 	}
 	return fltMerge(parts, dst), nil
@@ -262,7 +262,7 @@ func fltOperands(b *Batch, args []plan.Expr, in, dst []int32, k fltKernel) ([]in
 	// pos is ascending, so pos[j] >= j: in[pos[j]] is read before any
 	// write to that slot even when dst is in.
 	for j, p := range pos {
-		dst[j] = in[p]
+		dst[j] = int32(p)
 	}
 	return dst[:len(pos)], nil
 }

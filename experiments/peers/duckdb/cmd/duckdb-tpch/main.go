@@ -62,6 +62,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	repeat := fs.Int("repeat", 1, "runs per query (timings report each; results print once)")
 	threads := fs.Int("threads", 0, "DuckDB worker threads (0: DuckDB's default, every core)")
 	asJSON := fs.Bool("json", false, "print per-query timings as JSON instead of results")
+	cold := fs.Bool("cold", false, "drop the Parquet files from the page cache (posix_fadvise DONTNEED) before every run")
+	sf := fs.Float64("sf", 1, "scale factor of the data (Q11's FRACTION is 0.0001/SF)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -86,6 +88,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer db.Close()
+	db.SetScaleFactor(*sf)
 	if *threads > 0 {
 		if err := db.SetThreads(*threads); err != nil {
 			return err
@@ -96,6 +99,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		var res *verify.Table
 		qr := queryReport{Query: name}
 		for r := 0; r < *repeat; r++ {
+			if *cold {
+				if err := peer.DropCache(*dir); err != nil {
+					return err
+				}
+			}
 			t, d, err := db.Query(ctx, name)
 			if err != nil {
 				return err
