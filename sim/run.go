@@ -10,6 +10,7 @@ import (
 
 	"gostachio/plan"
 	"gostachio/scheduler"
+	"gostachio/tpch/queries"
 )
 
 // DefaultChunkRows is the stored chunk size of scale-factor-only workloads:
@@ -34,7 +35,7 @@ type SimOptions struct {
 	// from the tables' row counts (plan.TPCHScaleFactor). ChunkRows is
 	// ignored. The slice is read, never modified.
 	Tables []plan.TableStats
-	// Query is a TPC-H query name (plan.TPCHQueries).
+	// Query is a TPC-H query name (queries.Names: q1..q22).
 	Query string
 	// Policy and Set select the scheduling policy and its knob overrides
 	// ("chunk=8MiB,depth=4").
@@ -137,7 +138,7 @@ func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 	} else if tables, err = plan.TPCHStats(opts.SF, opts.ChunkRows); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	p, err := plan.TPCHQuery(opts.Query, opts.SF, tables)
+	p, err := queries.Build(opts.Query, opts.SF, tables)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
