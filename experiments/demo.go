@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gostachio/dataset"
+	"gostachio/engine"
 	"gostachio/plan"
 	"gostachio/sim"
 	"gostachio/tpch"
@@ -32,12 +33,16 @@ type DemoOptions struct {
 
 // DemoRow is one line of the demo's table.
 type DemoRow struct {
-	Query      string  `json:"query"`
-	Profile    string  `json:"profile"`
-	Nodes      int     `json:"nodes"`
-	SF         float64 `json:"sf"`
-	Policy     string  `json:"policy"`
-	SimMs      float64 `json:"sim_ms"`
+	Query   string  `json:"query"`
+	Profile string  `json:"profile"`
+	Nodes   int     `json:"nodes"`
+	SF      float64 `json:"sf"`
+	Policy  string  `json:"policy"`
+	SimMs   float64 `json:"sim_ms"`
+	// EngineMs is the CPU engine's measured time of the same plan on the
+	// dataset (devbox rows only; 0 elsewhere), ErrorPct (sim-engine)/engine.
+	EngineMs   float64 `json:"engine_ms,omitempty"`
+	ErrorPct   float64 `json:"error_pct,omitempty"`
 	BoundMs    float64 `json:"bound_ms"`
 	BoundBy    string  `json:"bound_by"`
 	Efficiency float64 `json:"overlap_efficiency"`
@@ -50,12 +55,17 @@ type DemoReport struct {
 	Dataset string    `json:"dataset"`
 	Rows    []DemoRow `json:"rows"`
 	Trace   string    `json:"trace"`
+	// EngineTrace is a Perfetto trace of the engine's overlap run of the
+	// last query.
+	EngineTrace string `json:"engine_trace"`
 }
 
-// Demo generates (or reuses) a small dataset, inspects it, and simulates
-// several TPC-H queries under serial and overlap: on the devbox profile at
-// the dataset's size and on one DGX A100 node at ClusterSF. It writes a
-// Perfetto trace of the overlap run of the last query under opts.Out.
+// Demo generates (or reuses) a small dataset, runs several TPC-H queries
+// under serial and overlap on the CPU engine, and simulates the same plans:
+// on the devbox profile at the dataset's size (next to the engine's
+// measured time) and on one DGX A100 node at ClusterSF. It writes Perfetto
+// traces of the overlap runs of the last query (engine and simulated)
+// under opts.Out.
 func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error {
 	if opts.SF == 0 {
 		opts.SF = 0.01
@@ -85,7 +95,12 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(text, "\n== 2. simulated: serial vs overlap ==\n")
+	fmt.Fprintf(text, "\n== 2. engine (measured on this machine) and simulator: serial vs overlap ==\n")
+	reader, err := engine.OpenSession(ctx, ds, engine.QueryOptions{Log: stderr})
+	if err != nil {
+		return err
+	}
+	defer reader.Close()
 	rep := DemoReport{Dataset: ds.Dir}
 	type setup struct {
 		profile string
@@ -111,15 +126,43 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 					return fmt.Errorf("experiments: demo %s %s %s: %w", q, su.profile, pol, err)
 				}
 				ms := float64(r.MakespanNs) / 1e6
-				if pol == "serial" {
-					serial = ms
-				}
 				if trace != "" {
 					rep.Trace = trace
 				}
-				rep.Rows = append(rep.Rows, DemoRow{Query: q, Profile: su.profile, Nodes: su.nodes, SF: su.sf,
+				row := DemoRow{Query: q, Profile: su.profile, Nodes: su.nodes, SF: su.sf,
 					Policy: pol, SimMs: ms, BoundMs: float64(r.BoundNs) / 1e6, BoundBy: r.BoundBy,
-					Efficiency: r.Efficiency, Speedup: serial / ms})
+					Efficiency: r.Efficiency}
+				base := ms
+				if su.tables != nil {
+					// The dataset's own size: run the engine on it too.
+					var tr *sim.ChromeTrace
+					if pol == "overlap" {
+						tr = &sim.ChromeTrace{}
+					}
+					qo := engine.QueryOptions{Policy: pol, Reader: reader, Log: stderr}
+					if tr != nil {
+						qo.Trace = tr
+					}
+					er, err := engine.Query(ctx, ds, q, qo)
+					if err != nil {
+						return fmt.Errorf("experiments: demo engine %s %s: %w", q, pol, err)
+					}
+					row.EngineMs = float64(er.Wall.Nanoseconds()) / 1e6
+					row.ErrorPct = 100 * (ms - row.EngineMs) / row.EngineMs
+					base = row.EngineMs
+					if tr != nil {
+						path := filepath.Join(opts.Out, fmt.Sprintf("%s-engine-%s.trace.json", q, pol))
+						if err := writeTrace(path, tr, fmt.Sprintf("engine %s %s on %s", q, pol, ds.Dir)); err != nil {
+							return err
+						}
+						rep.EngineTrace = path
+					}
+				}
+				if pol == "serial" {
+					serial = base
+				}
+				row.Speedup = serial / base
+				rep.Rows = append(rep.Rows, row)
 			}
 		}
 	}
@@ -128,15 +171,38 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 		enc.SetIndent("", "  ")
 		return enc.Encode(rep)
 	}
-	fmt.Fprintf(stdout, "%-5s %-9s %7s %-8s %12s %12s %-12s %6s %8s\n",
-		"query", "profile", "sf", "policy", "sim time", "bound", "bound by", "eff", "speedup")
+	fmt.Fprintf(stdout, "%-5s %-9s %7s %-8s %12s %12s %8s %12s %-12s %6s %8s\n",
+		"query", "profile", "sf", "policy", "engine", "sim time", "error", "bound", "bound by", "eff", "speedup")
 	for _, r := range rep.Rows {
-		fmt.Fprintf(stdout, "%-5s %-9s %7v %-8s %10.3fms %10.3fms %-12s %5.1f%% %7.2fx\n",
-			r.Query, r.Profile, r.SF, r.Policy, r.SimMs, r.BoundMs, r.BoundBy, 100*r.Efficiency, r.Speedup)
+		eng, errPct := "-", "-"
+		if r.EngineMs > 0 {
+			eng, errPct = fmt.Sprintf("%.3fms", r.EngineMs), fmt.Sprintf("%+.0f%%", r.ErrorPct)
+		}
+		fmt.Fprintf(stdout, "%-5s %-9s %7v %-8s %12s %10.3fms %8s %10.3fms %-12s %5.1f%% %7.2fx\n",
+			r.Query, r.Profile, r.SF, r.Policy, eng, r.SimMs, errPct, r.BoundMs, r.BoundBy, 100*r.Efficiency, r.Speedup)
 	}
-	fmt.Fprintf(stdout, "\nPerfetto trace (open in ui.perfetto.dev): %s\n", rep.Trace)
-	fmt.Fprintf(stdout, "The CPU engine's measured times join this table when the engine lands (issue 5).\n")
+	fmt.Fprintf(stdout, "\nspeedup: serial time / this policy's (engine time where measured, else simulated).\n")
+	fmt.Fprintf(stdout, "error: simulated vs measured, devbox profile not yet calibrated to this machine (issue 7).\n")
+	fmt.Fprintf(stdout, "Perfetto traces (open in ui.perfetto.dev): %s (simulated), %s (engine)\n", rep.Trace, rep.EngineTrace)
 	return nil
+}
+
+// writeTrace writes a trace to a temp file and renames it into place.
+func writeTrace(path string, tr *sim.ChromeTrace, title string) error {
+	tmp := path + ".tmp"
+	f, err := os.Create(tmp)
+	if err != nil {
+		return fmt.Errorf("experiments: demo trace: %w", err)
+	}
+	err = tr.WriteTo(f, title)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("experiments: demo trace %s: %w", path, err)
+	}
+	return os.Rename(tmp, path)
 }
 
 func simulate(ctx context.Context, o sim.SimOptions) (*sim.Report, error) {
