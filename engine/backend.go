@@ -34,8 +34,8 @@ type Backend struct {
 	// ownReader: the backend made the reader and closes it.
 	ownReader bool
 	alloc     alloc.Allocator
-	slots  chan struct{} // CPU slots for copies, kernels and merges
-	data   *runData
+	slots     chan struct{} // CPU slots for copies, kernels and merges
+	data      *runData
 
 	mu      sync.Mutex
 	queue   []scheduler.Completion
@@ -63,8 +63,8 @@ type BackendOptions struct {
 	Buffered bool
 	// IO picks the storage backend (storage.IOAuto, IOUring, IOPread).
 	IO string
-	// Allocator provides I/O buffers (tests pass a checked one); nil: a
-	// pool sized to the I/O budget, closed with the backend.
+	// Allocator provides I/O buffers (tests pass a checked one); nil: Go
+	// heap buffers (alloc.Heap), which the kernels read in place.
 	Allocator alloc.Allocator
 	// Log receives one-line notices (storage fallbacks).
 	Log interface{ Write([]byte) (int, error) }
@@ -123,6 +123,10 @@ func NewReader(io string, buffered bool, a alloc.Allocator, log interface{ Write
 		sopts.IO = io
 	}
 	sopts.Buffered = buffered
+	if a == nil {
+		// Heap buffers let the copy to the "device" be a view (decodeUnit).
+		a = alloc.NewHeap()
+	}
 	sopts.Allocator = a
 	if log != nil {
 		sopts.Log = log

@@ -57,9 +57,10 @@ type readPiece struct {
 }
 
 type unitData struct {
-	reads []readPiece
-	in    *cpu.Batch
-	out   *cpu.Batch
+	reads   []readPiece
+	in      []*cpu.Batch // one per stored chunk, after the copy
+	inBytes int64
+	out     *cpu.Batch
 }
 
 // pipeKind mirrors how the scheduler treats a pipeline's output.

@@ -10,12 +10,12 @@ import (
 	"gostachio/tpch/schema"
 )
 
-// copyIn is a scan unit's h2d on the CPU: it copies the projected columns
-// out of the unit's I/O buffers (pinned host memory on a GPU) into the
-// engine-owned vectors the kernels read (device memory), one batch for
-// all the unit's chunks, and returns the I/O buffers to the pool. Offsets
-// of strings are checked, so a file changed behind the manifest fails the
-// query instead of crashing it.
+// copyIn is a scan unit's h2d on the CPU: it turns the unit's I/O buffers
+// (pinned host memory on a GPU) into the column vectors the kernels read
+// (device memory), one batch per stored chunk, and releases the I/O
+// buffers (see decodeUnit: views of Heap buffers, copies of pooled ones).
+// String offsets are checked, so a file changed behind the manifest fails
+// the query instead of crashing it.
 func (d *runData) copyIn(t *scheduler.Task) error {
 	pl := &d.plan.Pipelines[t.Pipeline]
 	table := d.plan.Tables[t.Table].Name
@@ -34,92 +34,115 @@ func (d *runData) copyIn(t *scheduler.Task) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	cols := pl.Ops[0].Out
-	b, err := decodeUnit(tm, int(t.Chunk), int(t.Chunks), cols, reads)
+	bs, err := decodeUnit(tm, int(t.Chunk), int(t.Chunks), cols, reads)
 	if err != nil {
 		return fmt.Errorf("engine: %s unit %d of %s: %w", d.plan.Name, t.Unit, table, err)
 	}
+	var n int64
+	for _, b := range bs {
+		n += b.Bytes()
+	}
 	d.mu.Lock()
-	u.in = b
+	u.in, u.inBytes = bs, n
 	d.mu.Unlock()
-	return d.track(b.Bytes())
+	return d.track(n)
 }
 
-// decodeUnit copies columns cols of chunks [first, first+n) of table tm out
-// of the read pieces into one batch.
-func decodeUnit(tm *dataset.TableMeta, first, n int, cols []string, reads []readPiece) (*cpu.Batch, error) {
+// decodeUnit returns columns cols of chunks [first, first+n) of table tm,
+// one batch per chunk, from the read pieces. Where a column's bytes lie in
+// a Heap buffer (whose memory the GC keeps alive as long as a vector
+// points into it), the vectors are views of the read data: the copy to the
+// "device" costs nothing on the CPU. Otherwise (pooled buffers, recycled
+// after Release) the values are copied out.
+func decodeUnit(tm *dataset.TableMeta, first, n int, cols []string, reads []readPiece) ([]*cpu.Batch, error) {
 	if first < 0 || n <= 0 || first+n > len(tm.Chunks) {
 		return nil, fmt.Errorf("chunks [%d, %d) outside the table's %d", first, first+n, len(tm.Chunks))
 	}
-	var rows int64
-	for c := first; c < first+n; c++ {
-		rows += tm.Chunks[c].Rows
+	zeroCopy := len(reads) > 0
+	for _, r := range reads {
+		zeroCopy = zeroCopy && r.buf.IsHeap()
 	}
-	b := &cpu.Batch{Names: append([]string(nil), cols...), Cols: make([]cpu.Vec, len(cols)), Rows: int(rows)}
+	idx := make([]int, len(cols))
 	for k, name := range cols {
-		ci := tm.Schema.Column(name)
-		if ci < 0 {
+		if idx[k] = tm.Schema.Column(name); idx[k] < 0 {
 			return nil, fmt.Errorf("no column %q", name)
 		}
-		v := &b.Cols[k]
-		typ := tm.Schema.Columns[ci].Type
-		switch typ {
-		case schema.Int64:
-			v.Type, v.I64 = cpu.TInt64, make([]int64, rows)
-		case schema.Decimal:
-			v.Type, v.Scale, v.I64 = cpu.TDecimal, 2, make([]int64, rows)
-		case schema.Int32:
-			v.Type, v.I32 = cpu.TInt32, make([]int32, rows)
-		case schema.Date:
-			v.Type, v.I32 = cpu.TDate, make([]int32, rows)
-		case schema.String:
-			v.Type, v.Off = cpu.TString, make([]int32, 1, rows+1)
-		default:
-			return nil, fmt.Errorf("column %s has unsupported type %v", name, typ)
-		}
-		var at int64
-		for c := first; c < first+n; c++ {
-			ch := &tm.Chunks[c]
+	}
+	out := make([]*cpu.Batch, 0, n)
+	for c := first; c < first+n; c++ {
+		ch := &tm.Chunks[c]
+		r := ch.Rows
+		b := &cpu.Batch{Names: append([]string(nil), cols...), Cols: make([]cpu.Vec, len(cols)), Rows: int(r)}
+		for k, ci := range idx {
+			v := &b.Cols[k]
 			bufs := ch.Columns[ci].Buffers
-			r := ch.Rows
-			switch v.Type {
-			case cpu.TInt64, cpu.TDecimal:
+			fail := func(what string, err error) error {
+				return fmt.Errorf("chunk %d column %s%s: %w", c, cols[k], what, err)
+			}
+			switch typ := tm.Schema.Columns[ci].Type; typ {
+			case schema.Int64, schema.Decimal:
 				src, err := find(reads, bufs[1], 8*r)
 				if err != nil {
-					return nil, fmt.Errorf("chunk %d column %s: %w", c, name, err)
+					return nil, fail("", err)
 				}
-				copy(asBytes(v.I64[at:at+r]), src)
-			case cpu.TInt32, cpu.TDate:
+				v.Type, v.I64 = cpu.TInt64, viewOrCopy[int64](src, r, zeroCopy)
+				if typ == schema.Decimal {
+					v.Type, v.Scale = cpu.TDecimal, 2
+				}
+			case schema.Int32, schema.Date:
 				src, err := find(reads, bufs[1], 4*r)
 				if err != nil {
-					return nil, fmt.Errorf("chunk %d column %s: %w", c, name, err)
+					return nil, fail("", err)
 				}
-				copy(asBytes(v.I32[at:at+r]), src)
-			case cpu.TString:
-				offb, err := find(reads, bufs[2-1], 4*(r+1))
+				v.Type, v.I32 = cpu.TInt32, viewOrCopy[int32](src, r, zeroCopy)
+				if typ == schema.Date {
+					v.Type = cpu.TDate
+				}
+			case schema.String:
+				offb, err := find(reads, bufs[1], 4*(r+1))
 				if err != nil {
-					return nil, fmt.Errorf("chunk %d column %s offsets: %w", c, name, err)
+					return nil, fail(" offsets", err)
 				}
 				data, err := find(reads, bufs[2], bufs[2].Len)
 				if err != nil {
-					return nil, fmt.Errorf("chunk %d column %s data: %w", c, name, err)
+					return nil, fail(" data", err)
 				}
-				offs := unsafe.Slice((*int32)(unsafe.Pointer(&offb[0])), r+1)
-				base := int32(len(v.Str))
+				offs := viewOrCopy[int32](offb, r+1, zeroCopy)
 				if offs[0] != 0 || int64(offs[r]) != int64(len(data)) {
-					return nil, fmt.Errorf("chunk %d column %s: string offsets do not span the data (corrupt file?)", c, name)
+					return nil, fail("", fmt.Errorf("string offsets do not span the data (corrupt file?)"))
 				}
 				for i := int64(1); i <= r; i++ {
 					if offs[i] < offs[i-1] {
-						return nil, fmt.Errorf("chunk %d column %s: string offset %d decreases (corrupt file?)", c, name, i)
+						return nil, fail("", fmt.Errorf("string offset %d decreases (corrupt file?)", i))
 					}
-					v.Off = append(v.Off, base+offs[i])
 				}
-				v.Str = append(v.Str, data...)
+				v.Type, v.Off = cpu.TString, offs
+				if zeroCopy {
+					v.Str = data[:len(data):len(data)]
+				} else {
+					v.Str = append([]byte(nil), data...)
+				}
+			default:
+				return nil, fmt.Errorf("column %s has unsupported type %v", cols[k], typ)
 			}
-			at += r
 		}
+		out = append(out, b)
 	}
-	return b, nil
+	return out, nil
+}
+
+// viewOrCopy returns the n values of type T in src: a view of src's
+// memory, or a copy.
+func viewOrCopy[T int32 | int64](src []byte, n int64, view bool) []T {
+	if n == 0 {
+		return []T{}
+	}
+	if view {
+		return unsafe.Slice((*T)(unsafe.Pointer(&src[0])), n)
+	}
+	dst := make([]T, n)
+	copy(asBytes(dst), src)
+	return dst
 }
 
 // find returns the bytes of buffer ref (want bytes of it) inside the read

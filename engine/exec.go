@@ -16,31 +16,34 @@ func (d *runData) kernel(t *scheduler.Task) (rows, bytes int64, parts []int64, e
 	pl := &d.plan.Pipelines[t.Pipeline]
 	pd := &d.pipes[t.Pipeline]
 	dev := int(t.Device)
-	var in *cpu.Batch
+	var ins []*cpu.Batch
 	switch {
 	case t.Unit < 0:
 		pd.mu.Lock()
+		var in *cpu.Batch
 		in, err = concat(pd.left[dev])
 		pd.left[dev] = nil
 		pd.mu.Unlock()
+		ins = []*cpu.Batch{in}
 	case pl.Source.Kind == plan.SourceScan:
 		u := d.unit(t)
 		d.mu.Lock()
-		in, u.in = u.in, nil
+		ins, u.in = u.in, nil
+		inBytes := u.inBytes
 		d.mu.Unlock()
-		if in != nil {
-			defer d.track(-in.Bytes())
-		}
+		defer d.track(-inBytes)
 		if pd.kind != kindResult {
 			d.dropUnit(t)
 		}
 	default:
+		var in *cpu.Batch
 		in, err = d.inputs(pl, dev)
+		ins = []*cpu.Batch{in}
 	}
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	out, parts, groups, err := d.runOps(t, in)
+	out, parts, groups, err := d.runUnit(t.Pipeline, dev, t.Ops, ins)
 	if err != nil {
 		return 0, 0, nil, fmt.Errorf("engine: %s pipeline %d (%s): %w", d.plan.Name, t.Pipeline, pl.Name, err)
 	}
@@ -66,6 +69,52 @@ func (d *runData) kernel(t *scheduler.Task) (rows, bytes int64, parts []int64, e
 		err = d.track(bytes)
 	}
 	return rows, bytes, parts, err
+}
+
+// streaming reports whether an op works row by row (so a unit's chunks
+// can go through it one at a time).
+func streaming(k plan.OpKind) bool {
+	return k == plan.OpScan || k == plan.OpFilter || k == plan.OpProject || k == plan.OpHashProbe
+}
+
+// runUnit runs ops over a unit's batches: the streaming prefix batch by
+// batch (a stored chunk at a time stays in cache), then the rest over
+// their union (a partial aggregate folds each batch instead).
+func (d *runData) runUnit(p int32, dev int, ops []plan.Op, ins []*cpu.Batch) (*cpu.Batch, []int64, int64, error) {
+	k := 0
+	for k < len(ops) && streaming(ops[k].Kind) {
+		k++
+	}
+	var outs []*cpu.Batch
+	for _, b := range ins {
+		if b == nil {
+			continue
+		}
+		out, _, _, err := d.runOps(p, dev, ops[:k], b)
+		if err != nil {
+			return nil, nil, 0, err
+		}
+		if out != nil && out.Rows > 0 {
+			outs = append(outs, out)
+		}
+	}
+	rest := ops[k:]
+	if len(rest) > 0 && rest[0].Kind == plan.OpAggPartial {
+		var groups int64
+		for _, b := range outs {
+			g, err := d.fold(p, &rest[0], dev, b)
+			if err != nil {
+				return nil, nil, 0, fmt.Errorf("%s %q: %w", rest[0].Kind, rest[0].Label, err)
+			}
+			groups += g
+		}
+		return nil, nil, groups, nil
+	}
+	b, err := concat(outs)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	return d.runOps(p, dev, rest, b)
 }
 
 // batchBytes is what a batch moves; an empty batch moves nothing.
@@ -106,14 +155,13 @@ func (d *runData) inputs(pl *plan.Pipeline, dev int) (*cpu.Batch, error) {
 	return b, nil
 }
 
-// runOps applies t's ops to in. A partial aggregate folds into the
-// device's state (groups: how many groups the unit added); an exchange
-// sink routes the output (parts: bytes per destination worker).
-func (d *runData) runOps(t *scheduler.Task, in *cpu.Batch) (out *cpu.Batch, parts []int64, groups int64, err error) {
-	dev := int(t.Device)
+// runOps applies ops of pipeline p to in on device dev. A partial
+// aggregate folds into the device's state (groups: how many groups it
+// added); an exchange sink routes the output (parts: bytes per worker).
+func (d *runData) runOps(p int32, dev int, ops []plan.Op, in *cpu.Batch) (out *cpu.Batch, parts []int64, groups int64, err error) {
 	b := in
-	for i := range t.Ops {
-		op := &t.Ops[i]
+	for i := range ops {
+		op := &ops[i]
 		switch op.Kind {
 		case plan.OpScan, plan.OpHashBuild, plan.OpResult:
 			// Scan: decoded by the copy. Build: the retained output is the
@@ -131,7 +179,7 @@ func (d *runData) runOps(t *scheduler.Task, in *cpu.Batch) (out *cpu.Batch, part
 				b, err = d.probe(op, dev, b)
 			}
 		case plan.OpAggPartial:
-			groups, err = d.fold(t.Pipeline, op, dev, b)
+			groups, err = d.fold(p, op, dev, b)
 			return nil, nil, groups, err
 		case plan.OpAggFinal:
 			a := cpu.NewAggregator(op.Keys, op.Expr.(plan.Aggs), true)
@@ -148,7 +196,7 @@ func (d *runData) runOps(t *scheduler.Task, in *cpu.Batch) (out *cpu.Batch, part
 				b, err = cpu.Sort(b, sortKeys(op.Keys), op.Limit)
 			}
 		case plan.OpShuffle, plan.OpBroadcast, plan.OpGather:
-			parts, err = d.route(t.Pipeline, dev, b)
+			parts, err = d.route(p, dev, b)
 			return b, parts, 0, err
 		default:
 			err = fmt.Errorf("operator %s not supported by the CPU engine", op.Kind)

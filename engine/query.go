@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"time"
 
 	"gostachio/dataset"
@@ -36,7 +37,7 @@ type QueryOptions struct {
 	IO string
 	// Trace receives every executed task (nil: none).
 	Trace scheduler.TraceSink
-	// Allocator provides I/O buffers (nil: a pool per run).
+	// Allocator provides I/O buffers (nil: Go heap buffers, read in place).
 	Allocator alloc.Allocator
 	// Log receives one-line notices (storage fallbacks); nil: discarded.
 	Log io.Writer
@@ -208,4 +209,17 @@ func OpenSession(ctx context.Context, ds *dataset.Dataset, opts QueryOptions) (*
 		break
 	}
 	return r, nil
+}
+
+// TuneGC sets the garbage collector for a query session: GOGC=400 unless
+// GOGC is set in the environment. Queries allocate large, short-lived
+// vectors; at the default (100) the collector runs four times as often and
+// its assists land on the kernels. It returns a function that restores the
+// previous setting.
+func TuneGC() (restore func()) {
+	if os.Getenv("GOGC") != "" {
+		return func() {}
+	}
+	old := debug.SetGCPercent(400)
+	return func() { debug.SetGCPercent(old) }
 }

@@ -72,6 +72,7 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 	if opts.Log == nil {
 		opts.Log = stderr
 	}
+	defer TuneGC()()
 	if opts.Reader == nil {
 		r, err := OpenSession(ctx, ds, opts.QueryOptions)
 		if err != nil {

@@ -96,6 +96,7 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 		return err
 	}
 	fmt.Fprintf(text, "\n== 2. engine (measured on this machine) and simulator: serial vs overlap ==\n")
+	defer engine.TuneGC()()
 	reader, err := engine.OpenSession(ctx, ds, engine.QueryOptions{Log: stderr})
 	if err != nil {
 		return err

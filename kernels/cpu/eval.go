@@ -82,11 +82,18 @@ func Project(b *Batch, p plan.Projection) (*Batch, error) {
 }
 
 // evVal is an intermediate value: a vector of one value per row, or (konst)
-// a constant stored as a one-value vector.
+// a constant stored as a one-value vector. owned marks a vector this
+// evaluation allocated and nothing else references (not a batch column):
+// its consumer may overwrite it, so that a chain like price*(1-disc)*(1+tax)
+// allocates two vectors, not four.
 type evVal struct {
 	v     Vec
 	konst bool
+	owned bool
 }
+
+// evSame reports whether two slices share their first element.
+func evSame[T any](a, b []T) bool { return len(a) > 0 && len(b) > 0 && &a[0] == &b[0] }
 
 // evExpr evaluates e over b.
 func evExpr(b *Batch, e plan.Expr) (evVal, error) {
@@ -258,7 +265,9 @@ func evPredicate(b *Batch, c plan.Call) (evVal, error) {
 		}
 		return evVal{v: Vec{Type: TBool, B: []bool{len(sel) == 1}}, konst: true}, nil
 	}
-	sel, err := fltSel(b, c, nil, make([]int32, b.Rows))
+	buf := fltGetBuf(b.Rows)
+	defer fltPutBuf(buf)
+	sel, err := fltSel(b, c, nil, *buf)
 	if err != nil {
 		return evVal{}, err
 	}
@@ -434,7 +443,7 @@ func evArith(c plan.Call, x, y evVal) (evVal, error) {
 	fail := func(err error) (evVal, error) { return evVal{}, fmt.Errorf("cpu: %s: %w", c, err) }
 	switch {
 	case evIsNum(tx) && evIsNum(ty) && (c.Fn == plan.FnDiv || tx == TFloat64 || ty == TFloat64):
-		return evVal{v: Vec{Type: TFloat64, F64: evArithF64(c.Fn, &x, &y, n)}, konst: konst}, nil
+		return evVal{v: Vec{Type: TFloat64, F64: evArithF64(c.Fn, &x, &y, n)}, konst: konst, owned: !konst}, nil
 	case evIsInt(tx) && evIsInt(ty):
 		sx, sy := evScale(&x.v), evScale(&y.v)
 		typ, s := TInt64, int8(0)
@@ -460,14 +469,22 @@ func evArith(c plan.Call, x, y evVal) (evVal, error) {
 		if err != nil {
 			return fail(err)
 		}
-		r, bad := evArithI64(c.Fn, a, x.konst, bb, y.konst, n)
+		// Write over an operand that is an intermediate or was converted.
+		var out []int64
+		switch {
+		case !x.konst && (x.owned || !evSame(a, x.v.I64)):
+			out = a
+		case !y.konst && (y.owned || !evSame(bb, y.v.I64)):
+			out = bb
+		}
+		r, bad := evArithI64(c.Fn, a, x.konst, bb, y.konst, n, out)
 		if bad {
 			return fail(errors.New("int64 overflow"))
 		}
 		if typ != TDecimal {
 			s = 0
 		}
-		return evVal{v: Vec{Type: typ, Scale: s, I64: r}, konst: konst}, nil
+		return evVal{v: Vec{Type: typ, Scale: s, I64: r}, konst: konst, owned: !konst}, nil
 	case tx == TDate || ty == TDate:
 		intOrDate := func(t Type) bool { return t == TInt64 || t == TInt32 || t == TDate }
 		if !intOrDate(tx) || !intOrDate(ty) {
@@ -486,12 +503,12 @@ func evArith(c plan.Call, x, y evVal) (evVal, error) {
 		}
 		a, _ := evToI64(&x.v, 0)
 		bb, _ := evToI64(&y.v, 0)
-		r, bad := evArithI64(c.Fn, a, x.konst, bb, y.konst, n)
+		r, bad := evArithI64(c.Fn, a, x.konst, bb, y.konst, n, nil)
 		if bad {
 			return fail(errors.New("int64 overflow"))
 		}
 		if typ == TInt64 {
-			return evVal{v: Vec{Type: TInt64, I64: r}, konst: konst}, nil
+			return evVal{v: Vec{Type: TInt64, I64: r}, konst: konst, owned: !konst}, nil
 		}
 		d := make([]int32, len(r))
 		for i, v := range r {
@@ -500,16 +517,21 @@ func evArith(c plan.Call, x, y evVal) (evVal, error) {
 			}
 			d[i] = int32(v)
 		}
-		return evVal{v: Vec{Type: TDate, I32: d}, konst: konst}, nil
+		return evVal{v: Vec{Type: TDate, I32: d}, konst: konst, owned: !konst}, nil
 	}
 	return mismatch()
 }
 
-// evArithI64 computes a op b (op + - *) for n rows; a constant operand
-// (ca, cb) holds one value. bad reports an int64 overflow in any row. The
-// constant shapes get their own loops: "1 - l_discount" is the common case.
-func evArithI64(op plan.Fn, a []int64, ca bool, b []int64, cb bool, n int) (out []int64, bad bool) {
-	out = make([]int64, n)
+// evArithI64 computes a op b (op + - *) for n rows into out (allocated when
+// nil; it may be a or b: each row reads both before writing); a constant
+// operand (ca, cb) holds one value. bad reports an int64 overflow in any
+// row. The constant shapes get their own loops: "1 - l_discount" is the
+// common case.
+func evArithI64(op plan.Fn, a []int64, ca bool, b []int64, cb bool, n int, out []int64) ([]int64, bool) {
+	if out == nil {
+		out = make([]int64, n)
+	}
+	out = out[:n]
 	var ovf uint64
 	switch {
 	case ca && !cb:
@@ -582,11 +604,20 @@ func evArithI64(op plan.Fn, a []int64, ca bool, b []int64, cb bool, n int) (out 
 	return out, int64(ovf) < 0
 }
 
-// evArithF64 computes a op b (op + - * /) in float64 for n rows.
+// evArithF64 computes a op b (op + - * /) in float64 for n rows, over an
+// operand's vector when it is an intermediate or was converted.
 func evArithF64(op plan.Fn, x, y *evVal, n int) []float64 {
 	a, b := evToF64(&x.v), evToF64(&y.v)
 	ma, mb := evMask(x), evMask(y)
-	out := make([]float64, n)
+	var out []float64
+	switch {
+	case !x.konst && (x.owned || !evSame(a, x.v.F64)):
+		out = a[:n]
+	case !y.konst && (y.owned || !evSame(b, y.v.F64)):
+		out = b[:n]
+	default:
+		out = make([]float64, n)
+	}
 	switch op {
 	case plan.FnAdd:
 		for i := range out {
@@ -684,7 +715,7 @@ func evYear(b *Batch, c plan.Call) (evVal, error) {
 	for i, d := range x.v.I32 {
 		out[i] = evYearOf(int64(d))
 	}
-	return evVal{v: Vec{Type: TInt64, I64: out}, konst: x.konst}, nil
+	return evVal{v: Vec{Type: TInt64, I64: out}, konst: x.konst, owned: !x.konst}, nil
 }
 
 // evYearOf is the proleptic Gregorian year of a day count since 1970-01-01
@@ -729,13 +760,13 @@ func evConvert(x *evVal, t Type, s int8) (evVal, error) {
 	}
 	switch t {
 	case TFloat64:
-		return evVal{v: Vec{Type: TFloat64, F64: evToF64(&x.v)}, konst: x.konst}, nil
+		return evVal{v: Vec{Type: TFloat64, F64: evToF64(&x.v)}, konst: x.konst, owned: !x.konst}, nil
 	case TInt64, TDecimal:
 		v, err := evToI64(&x.v, s)
 		if err != nil {
 			return evVal{}, err
 		}
-		return evVal{v: Vec{Type: t, Scale: s, I64: v}, konst: x.konst}, nil
+		return evVal{v: Vec{Type: t, Scale: s, I64: v}, konst: x.konst, owned: !x.konst && (x.owned || !evSame(v, x.v.I64))}, nil
 	}
 	return evVal{}, fmt.Errorf("cpu: internal: converting %s to %s", evTypeName(&x.v), t)
 }
@@ -809,7 +840,7 @@ func evCase(b *Batch, c plan.Call) (evVal, error) {
 			}
 		}
 	}
-	return evVal{v: out}, nil
+	return evVal{v: out, owned: true}, nil
 }
 
 // evPick is cond[i] ? a[i&ma] : b[i&mb] for every row.

@@ -1144,34 +1144,64 @@ func TestProject(t *testing.T) {
 	}
 }
 
-// BenchmarkEvalQ1Charge evaluates l_extendedprice*(1-l_discount)*(1+l_tax).
+// BenchmarkEvalQ1Charge evaluates l_extendedprice*(1-l_discount)*(1+l_tax)
+// over 1M rows, as one batch and as 64K-row batches (cache resident).
 func BenchmarkEvalQ1Charge(bm *testing.B) {
-	b := benchLineitem()
-	bm.SetBytes(int64(b.Rows) * 24)
-	for bm.Loop() {
-		if _, err := Eval(b, testQ1Charge); err != nil {
-			bm.Fatal(err)
-		}
+	for _, size := range benchBatchSizes {
+		bs := benchLineitem(size)
+		bm.Run(fmt.Sprintf("batch=%d", size), func(bm *testing.B) {
+			bm.SetBytes(benchRows * 24)
+			for bm.Loop() {
+				for _, b := range bs {
+					if _, err := Eval(b, testQ1Charge); err != nil {
+						bm.Fatal(err)
+					}
+				}
+			}
+		})
 	}
 }
 
+const benchRows = 1 << 20
+
+var benchBatchSizes = []int{benchRows, 1 << 16}
+
 var benchLineitemOnce = sync.OnceValue(func() *Batch {
-	const n = 1 << 20
 	r := rand.New(rand.NewPCG(21, 22))
-	qty, price, disc, tax := make([]int64, n), make([]int64, n), make([]int64, n), make([]int64, n)
-	ship := make([]int32, n)
-	for i := range n {
+	qty, price, disc, tax := make([]int64, benchRows), make([]int64, benchRows), make([]int64, benchRows), make([]int64, benchRows)
+	ship := make([]int32, benchRows)
+	start := plan.Date("1992-01-02").I
+	for i := range benchRows {
 		qty[i] = (1 + r.Int64N(50)) * 100
 		price[i] = qty[i] * (900 + r.Int64N(1000))
 		disc[i] = r.Int64N(11)
 		tax[i] = r.Int64N(9)
-		ship[i] = int32(plan.Date("1992-01-02").I + r.Int64N(2526))
+		ship[i] = int32(start + r.Int64N(2526))
 	}
 	return &Batch{Names: []string{"l_quantity", "l_extendedprice", "l_discount", "l_tax", "l_shipdate"},
 		Cols: []Vec{{Type: TDecimal, Scale: 2, I64: qty}, {Type: TDecimal, Scale: 2, I64: price},
 			{Type: TDecimal, Scale: 2, I64: disc}, {Type: TDecimal, Scale: 2, I64: tax}, {Type: TDate, I32: ship}},
-		Rows: n}
+		Rows: benchRows}
 })
 
-// benchLineitem is 1M lineitem-like rows (TPC-H value ranges).
-func benchLineitem() *Batch { return benchLineitemOnce() }
+// benchLineitem is 1M lineitem-like rows (TPC-H value ranges) cut into
+// batches of size rows (views of one set of columns).
+func benchLineitem(size int) []*Batch {
+	all := benchLineitemOnce()
+	var out []*Batch
+	for lo := 0; lo < all.Rows; lo += size {
+		hi := min(lo+size, all.Rows)
+		b := &Batch{Names: all.Names, Cols: make([]Vec, len(all.Cols)), Rows: hi - lo}
+		for i, v := range all.Cols {
+			w := Vec{Type: v.Type, Scale: v.Scale}
+			if v.I64 != nil {
+				w.I64 = v.I64[lo:hi]
+			} else {
+				w.I32 = v.I32[lo:hi]
+			}
+			b.Cols[i] = w
+		}
+		out = append(out, b)
+	}
+	return out
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"sync"
 
 	"gostachio/plan"
 )
@@ -41,8 +42,39 @@ func Select(b *Batch, pred plan.Expr, sel []int32) ([]int32, error) {
 		}
 		n = len(sel)
 	}
-	return fltSel(b, pred, sel, make([]int32, n))
+	// The survivors are computed in a pooled buffer and copied out at their
+	// final size: a fresh buffer for every candidate would cost a zeroing
+	// pass as long as the predicate's own, for a result often far smaller.
+	buf := fltGetBuf(n)
+	got, err := fltSel(b, pred, sel, *buf)
+	if err != nil {
+		fltPutBuf(buf)
+		return nil, err
+	}
+	out := make([]int32, len(got))
+	copy(out, got)
+	fltPutBuf(buf)
+	return out, nil
 }
+
+// fltBufs holds scratch selection buffers (*[]int32) between calls.
+var fltBufs sync.Pool
+
+// fltGetBuf returns a scratch buffer of length n (contents undefined).
+func fltGetBuf(n int) *[]int32 {
+	if p, ok := fltBufs.Get().(*[]int32); ok {
+		if cap(*p) >= n {
+			*p = (*p)[:n]
+			return p
+		}
+		fltBufs.Put(p)
+	}
+	s := make([]int32, n)
+	return &s
+}
+
+// fltPutBuf returns a buffer to the pool; nothing may use it afterwards.
+func fltPutBuf(p *[]int32) { fltBufs.Put(p) }
 
 // Filter returns a batch with the rows of b where pred holds, in order; its
 // Rows is the count. The result's vectors are newly gathered, except when
@@ -87,22 +119,13 @@ func fltSel(b *Batch, pred plan.Expr, in, dst []int32) ([]int32, error) {
 	}
 	switch c.Fn {
 	case plan.FnAnd:
-		// Each conjunct only looks at the survivors of the previous ones.
-		// Every conjunct runs, even over no rows, so that an ill-typed
-		// predicate fails on every batch alike.
-		cur := in
-		for _, a := range c.Args {
-			out, err := fltSel(b, a, cur, dst)
-			if err != nil {
-				return nil, err
-			}
-			cur = out
-		}
-		return cur, nil
+		return fltAnd(b, c, in, dst)
 	case plan.FnOr:
 		return fltOr(b, c, in, dst)
 	case plan.FnNot:
-		got, err := fltSel(b, c.Args[0], in, make([]int32, fltCount(b, in)))
+		buf := fltGetBuf(fltCount(b, in))
+		defer fltPutBuf(buf)
+		got, err := fltSel(b, c.Args[0], in, *buf)
 		if err != nil {
 			return nil, err
 		}
@@ -114,6 +137,104 @@ func fltSel(b *Batch, pred plan.Expr, in, dst []int32) ([]int32, error) {
 	return fltBoolean(b, pred, in, dst)
 }
 
+// fltAnd narrows the candidates conjunct by conjunct: each only looks at
+// the survivors of the previous ones. Constant ranges over one column
+// ("d >= date '1994-01-01' and d < date '1995-01-01'", between) are merged
+// into one range, tested in one pass at the first one's place. Every
+// conjunct runs, even over no rows, so that an ill-typed predicate fails on
+// every batch alike.
+func fltAnd(b *Batch, c plan.Call, in, dst []int32) ([]int32, error) {
+	type step struct {
+		e   plan.Expr // a conjunct, or nil for a merged range:
+		col *Vec
+		r   fltRng
+	}
+	steps := make([]step, 0, len(c.Args))
+next:
+	for _, a := range c.Args {
+		if len(c.Args) > 1 {
+			if col, r, ok := fltColRange(b, a); ok {
+				for i := range steps {
+					if s := &steps[i]; s.e == nil && s.col == col && s.r.cls == r.cls {
+						s.r.intersect(&r)
+						continue next
+					}
+				}
+				steps = append(steps, step{col: col, r: r})
+				continue
+			}
+		}
+		steps = append(steps, step{e: a})
+	}
+	cur := in
+	for i := range steps {
+		s := &steps[i]
+		if s.e == nil {
+			cur = s.r.apply(s.col, cur, b.Rows, dst)
+			continue
+		}
+		out, err := fltSel(b, s.e, cur, dst)
+		if err != nil {
+			return nil, err
+		}
+		cur = out
+	}
+	return cur, nil
+}
+
+// fltColRange recognizes a predicate that accepts a range of one column's
+// values: column = < <= > >= literal (either way round) or column between
+// two literals. Anything else, ill-typed ones included, is left to fltSel.
+func fltColRange(b *Batch, e plan.Expr) (*Vec, fltRng, bool) {
+	c, ok := e.(plan.Call)
+	if !ok || evArity(c) != nil {
+		return nil, fltRng{}, false
+	}
+	colLit := func(x, y plan.Expr) (*Vec, *Vec, bool) {
+		name, ok1 := x.(plan.Col)
+		l, ok2 := y.(plan.Lit)
+		if !ok1 || !ok2 {
+			return nil, nil, false
+		}
+		v, err := evColumn(b, string(name))
+		if err != nil {
+			return nil, nil, false
+		}
+		k, err := evLit(l)
+		if err != nil {
+			return nil, nil, false
+		}
+		return v, &k.v, true
+	}
+	switch c.Fn {
+	case plan.FnEq, plan.FnLt, plan.FnLe, plan.FnGt, plan.FnGe:
+		x, y, op := c.Args[0], c.Args[1], c.Fn
+		if _, lit := x.(plan.Lit); lit {
+			x, y, op = y, x, fltFlip(op)
+		}
+		v, k, ok := colLit(x, y)
+		if !ok {
+			return nil, fltRng{}, false
+		}
+		r, err := fltRangeOf(c, op, v, k)
+		return v, r, err == nil
+	case plan.FnBetween:
+		v, lo, ok1 := colLit(c.Args[0], c.Args[1])
+		_, hi, ok2 := colLit(c.Args[0], c.Args[2])
+		if !ok1 || !ok2 {
+			return nil, fltRng{}, false
+		}
+		r, err1 := fltRangeOf(c, plan.FnGe, v, lo)
+		r2, err2 := fltRangeOf(c, plan.FnLe, v, hi)
+		if err1 != nil || err2 != nil || r.cls != r2.cls {
+			return nil, fltRng{}, false
+		}
+		r.intersect(&r2)
+		return v, r, true
+	}
+	return nil, fltRng{}, false
+}
+
 // fltOr unions its arms. Each arm only looks at the rows no earlier arm
 // accepted, so the arms' results are disjoint and a merge unions them.
 func fltOr(b *Batch, c plan.Call, in, dst []int32) ([]int32, error) {
@@ -121,45 +242,83 @@ func fltOr(b *Batch, c plan.Call, in, dst []int32) ([]int32, error) {
 	var scratch []int32
 	parts := make([][]int32, 0, len(c.Args))
 	for j, a := range c.Args {
-		got, err := fltSel(b, a, rest, make([]int32, fltCount(b, rest)))
+		buf := fltGetBuf(fltCount(b, rest))
+		defer fltPutBuf(buf)
+		got, err := fltSel(b, a, rest, *buf)
 		if err != nil {
 			return nil, err
 		}
 		parts = append(parts, got)
 		if j < len(c.Args)-1 && len(got) > 0 {
 			if scratch == nil {
-				scratch = make([]int32, fltCount(b, in))
+				sb := fltGetBuf(fltCount(b, in))
+				defer fltPutBuf(sb)
+				scratch = *sb
 			}
 			rest = fltMinus(rest, b.Rows, got, scratch)
 		}
 	}
-	return fltMerge(parts, dst), nil
+	total := 0
+	for _, p := range parts {
+		total += len(p)
+	}
+	if total < fltCount(b, in)/16 {
+		return fltMerge(parts, dst), nil
+	}
+	// Many rows: keep the candidates marked in a bitmap of all arms.
+	bits := fltBitmap(b.Rows, nil)
+	for _, p := range parts {
+		for _, r := range p {
+			bits[r>>6] |= 1 << (r & 63)
+		}
+	}
+	k := 0
+	if in == nil {
+		dst = dst[:b.Rows]
+		for i := range dst {
+			dst[k] = int32(i)
+			k += int(bits[i>>6] >> (i & 63) & 1)
+		}
+		return dst[:k], nil
+	}
+	for _, r := range in {
+		dst[k] = r
+		k += int(bits[r>>6] >> (r & 63) & 1)
+	}
+	return dst[:k], nil
 }
 
 // fltMinus writes the rows of in (nil: 0..n-1) that are not in sub (an
-// ascending subset of in) to dst, which may be in.
+// ascending subset of in, rows below n) to dst, which may be in. A bitmap
+// of sub keeps the loop free of data-dependent branches.
 func fltMinus(in []int32, n int, sub, dst []int32) []int32 {
-	k, j := 0, 0
+	if len(sub) == 0 {
+		return fltAll(in, n, dst)
+	}
+	bits := fltBitmap(n, sub)
+	k := 0
 	if in == nil {
-		for i := 0; i < n; i++ {
-			if j < len(sub) && sub[j] == int32(i) {
-				j++
-				continue
-			}
+		dst = dst[:n]
+		for i := range dst {
 			dst[k] = int32(i)
-			k++
+			k += int(^bits[i>>6] >> (i & 63) & 1)
 		}
 		return dst[:k]
 	}
 	for _, r := range in {
-		if j < len(sub) && sub[j] == r {
-			j++
-			continue
-		}
 		dst[k] = r
-		k++
+		k += int(^bits[r>>6] >> (r & 63) & 1)
 	}
 	return dst[:k]
+}
+
+// fltBitmap is the set of rows (below n) as a bitmap.
+func fltBitmap(n int, rows []int32) []uint64 {
+	bits := make([]uint64, (n+63)/64)
+	for _, r := range rows {
+		bits[r>>6] |= 1 << (r & 63)
+	}
+	return bits
 }
 
 // fltMerge merges disjoint ascending lists into dst.
@@ -255,14 +414,16 @@ func fltOperands(b *Batch, args []plan.Expr, in, dst []int32, k fltKernel) ([]in
 	if !compact {
 		return k(vals, in, b.Rows, dst)
 	}
-	pos, err := k(vals, nil, len(in), make([]int32, len(in)))
+	pb := fltGetBuf(len(in))
+	defer fltPutBuf(pb)
+	pos, err := k(vals, nil, len(in), *pb)
 	if err != nil {
 		return nil, err
 	}
 	// pos is ascending, so pos[j] >= j: in[pos[j]] is read before any
 	// write to that slot even when dst is in.
 	for j, p := range pos {
-		dst[j] = int32(p)
+		dst[j] = in[p]
 	}
 	return dst[:len(pos)], nil
 }

@@ -2,6 +2,7 @@ package cpu
 
 import (
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -307,22 +308,30 @@ func TestSelectInPlace(t *testing.T) {
 	}
 }
 
-// BenchmarkSelectQ6 selects the TPC-H Q6 conjunction over 1M rows.
+// BenchmarkSelectQ6 selects the TPC-H Q6 conjunction over 1M rows, as one
+// batch and as 64K-row batches.
 func BenchmarkSelectQ6(bm *testing.B) {
-	b := benchLineitem()
 	q6 := plan.And(
 		plan.Ge(plan.Col("l_shipdate"), plan.Date("1994-01-01")),
 		plan.Lt(plan.Col("l_shipdate"), plan.DateAdd("1994-01-01", 1, 0, 0)),
 		plan.Between(plan.Col("l_discount"), plan.Dec("0.05"), plan.Dec("0.07")),
 		plan.Lt(plan.Col("l_quantity"), plan.Int(24)))
-	bm.SetBytes(int64(b.Rows) * 20)
-	var n int
-	for bm.Loop() {
-		sel, err := Select(b, q6, nil)
-		if err != nil {
-			bm.Fatal(err)
-		}
-		n = len(sel)
+	for _, size := range benchBatchSizes {
+		bs := benchLineitem(size)
+		bm.Run(fmt.Sprintf("batch=%d", size), func(bm *testing.B) {
+			bm.SetBytes(benchRows * 20)
+			var n int
+			for bm.Loop() {
+				n = 0
+				for _, b := range bs {
+					sel, err := Select(b, q6, nil)
+					if err != nil {
+						bm.Fatal(err)
+					}
+					n += len(sel)
+				}
+			}
+			bm.ReportMetric(float64(n)/benchRows, "selectivity")
+		})
 	}
-	bm.ReportMetric(float64(n)/float64(b.Rows), "selectivity")
 }

@@ -22,6 +22,7 @@ type Buffer struct {
 	class  int  // size-class index, or -1 for a dedicated mapping
 	arena  bool // carved from the pool's arena (registrable as fixed buffer 0)
 	pool   *Pool
+	heap   *Heap         // set instead of pool for Heap buffers
 	onFree func(*Buffer) // set by Checked to observe the last Release
 }
 
@@ -62,6 +63,10 @@ func (b *Buffer) Release() {
 		f := b.onFree
 		b.onFree = nil
 		f(b)
+	}
+	if b.heap != nil {
+		b.heap.put(b)
+		return
 	}
 	b.pool.put(b)
 }
