@@ -859,6 +859,7 @@ func TestEvalRandom(t *testing.T) {
 	skipped, total := 0, 0
 	for _, n := range testSizes {
 		b := testBatch(rand.New(rand.NewPCG(uint64(n), 7)), n)
+		orig := testBatch(rand.New(rand.NewPCG(uint64(n), 7)), n)
 		count := 300
 		if n >= 65536 {
 			count = 12
@@ -869,6 +870,14 @@ func TestEvalRandom(t *testing.T) {
 			total++
 			if refCheckEval(t, b, e) {
 				skipped++
+			}
+		}
+		// Evaluation never writes to its input.
+		for c := range b.Cols {
+			for i := 0; i < n; i++ {
+				if b.Cols[c].Format(i) != orig.Cols[c].Format(i) {
+					t.Fatalf("column %s row %d modified", b.Names[c], i)
+				}
 			}
 		}
 	}

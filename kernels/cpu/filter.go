@@ -26,9 +26,9 @@ import (
 // compact batch), else over the whole batch.
 
 // Select evaluates predicate pred on the rows sel of b (sel nil = all rows
-// 0..b.Rows-1; otherwise ascending row numbers) and returns, in a newly
-// allocated slice, the rows of sel where pred holds, in the same order.
-// sel is not modified. pred must be boolean: a comparison, between, in,
+// 0..b.Rows-1; otherwise strictly ascending row numbers of b, else an
+// error) and returns, in a newly allocated slice, the rows of sel where
+// pred holds, in the same order. sel is not modified. pred must be boolean: a comparison, between, in,
 // not in, like, not like, and, or, not, a bool column or a case of bools.
 // Errors name the offending expression or column (see Eval).
 func Select(b *Batch, pred plan.Expr, sel []int32) ([]int32, error) {
@@ -37,8 +37,13 @@ func Select(b *Batch, pred plan.Expr, sel []int32) ([]int32, error) {
 	}
 	n := b.Rows
 	if sel != nil {
-		if len(sel) > 0 && (sel[0] < 0 || int(sel[len(sel)-1]) >= b.Rows) {
-			return nil, fmt.Errorf("cpu: Select: selection rows %d..%d outside the batch's %d rows", sel[0], sel[len(sel)-1], b.Rows)
+		// One cheap pass: the kernels index columns by these rows.
+		prev := int32(-1)
+		for j, r := range sel {
+			if r <= prev || int(r) >= b.Rows {
+				return nil, fmt.Errorf("cpu: Select: selection entry %d (row %d) is not ascending within the batch's %d rows", j, r, b.Rows)
+			}
+			prev = r
 		}
 		n = len(sel)
 	}
@@ -156,7 +161,7 @@ next:
 			if col, r, ok := fltColRange(b, a); ok {
 				for i := range steps {
 					if s := &steps[i]; s.e == nil && s.col == col && s.r.cls == r.cls {
-						s.r.intersect(&r)
+
 						continue next
 					}
 				}

@@ -278,8 +278,10 @@ func TestFilter(t *testing.T) {
 	if _, err := Filter(b, plan.Col("i64")); err == nil {
 		t.Error("int predicate: no error")
 	}
-	if _, err := Select(b, plan.Col("bl"), []int32{3, 600}); err == nil {
-		t.Error("out-of-range selection: no error")
+	for _, sel := range [][]int32{{3, 600}, {-1, 3}, {5, 4}, {2, 2}} {
+		if _, err := Select(b, plan.Col("bl"), sel); err == nil {
+			t.Errorf("selection %v: no error", sel)
+		}
 	}
 }
 
