@@ -85,7 +85,7 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 				rows = c.OutRows
 			}
 			sink.Record(Event{Task: t.ID, Kind: t.Kind, Res: t.Res, Node: t.Node, Device: t.Device,
-				Pipeline: t.Pipeline, Unit: t.Unit, OpKind: t.OpKind, Meta: t.Meta,
+				Pipeline: t.Pipeline, Unit: t.Unit, Table: t.Table, Chunk: t.Chunk, OpKind: t.OpKind, Meta: t.Meta,
 				Start: c.Start, End: c.End, Bytes: t.Bytes, Rows: rows})
 		}
 		settle(s, nodes, finishedOn)

@@ -257,6 +257,9 @@ type Event struct {
 	Node, Device int32
 	Pipeline     int32
 	Unit         int32
+	// Table and Chunk are the stored chunk a read covers, or the first
+	// chunk of a scan unit's other tasks (-1 when not a scan unit's).
+	Table, Chunk int32
 	OpKind       plan.OpKind
 	Meta         bool
 	Start, End   Time

@@ -57,11 +57,25 @@ type Aggregator struct {
 	groups int
 	seen   bool // some row was folded (matters for the no-keys group)
 
+	// Packed keys: while every key is an integer, a bool or a string of at
+	// most 15 bytes, each key column is coded as pw[k] 64-bit words that
+	// determine its value (see aggPackCol), so a row's key is a short word
+	// tuple: hashing and equality are integer ops, and a probe's key check
+	// is exact (no verify pass). packed is decided when the key types are
+	// fixed; a longer string turns it off for good (aggUnpack).
+	packed bool
+	pw     []int    // words per key column (strings: 1 or 2)
+	pwoff  []int    // first word of key column k in a row's tuple
+	pwn    int      // words per tuple
+	gw     []uint64 // per group: its tuple (pwn words)
+
 	// scratch reused across calls
 	hs      []uint64
+	rw      []uint64 // per row: its tuple (packed mode)
 	gids    []int32
 	newRows []int32
 	bad     []bool
+	bcnt    []int64 // per group: rows of the current batch
 }
 
 // aggSlot is the state of one aggregate for all groups.

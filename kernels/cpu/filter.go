@@ -161,7 +161,7 @@ next:
 			if col, r, ok := fltColRange(b, a); ok {
 				for i := range steps {
 					if s := &steps[i]; s.e == nil && s.col == col && s.r.cls == r.cls {
-
+						s.r.intersect(&r)
 						continue next
 					}
 				}
@@ -312,7 +312,7 @@ func fltMinus(in []int32, n int, sub, dst []int32) []int32 {
 	}
 	for _, r := range in {
 		dst[k] = r
-		k += int(^bits[r>>6] >> (r & 63) & 1)
+		k += int(bits[r>>6] >> (r & 63) & 1)
 	}
 	return dst[:k]
 }
