@@ -6,15 +6,14 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
 	"gostachio/dataset"
 	"gostachio/internal/units"
-	"gostachio/sim"
 	"gostachio/tpch/queries"
+	"gostachio/traces"
 )
 
 // RunOptions are the options of `gostachio query`.
@@ -84,9 +83,9 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 	var results []*QueryResult
 	for _, name := range names {
 		qo := opts.QueryOptions
-		var tr *sim.ChromeTrace
+		var tr *traces.Recorder
 		if opts.Trace != "" {
-			tr = &sim.ChromeTrace{}
+			tr = &traces.Recorder{Run: name + "/" + qo.Policy}
 			qo.Trace = tr
 		}
 		r, err := Query(ctx, ds, name, qo)
@@ -99,8 +98,9 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 				ext := filepath.Ext(path)
 				path = strings.TrimSuffix(path, ext) + "-" + name + ext
 			}
-			if err := writeTrace(path, tr, fmt.Sprintf("engine %s %s", name, r.Policy)); err != nil {
-				return err
+			meta := traces.Meta{Title: fmt.Sprintf("engine %s %s on %s", name, r.Policy, ds.Dir), Backend: "engine", Machine: machine()}
+			if err := traces.Save(path, tr.Events, meta); err != nil {
+				return fmt.Errorf("engine: %w", err)
 			}
 		}
 		fmt.Fprintf(stderr, "%s: %d rows in %.3f s (policy %s, %d tasks, read %s, peak intermediate %s)\n",
@@ -159,23 +159,4 @@ func writeJSON(w io.Writer, rs []*QueryResult) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(out)
-}
-
-// writeTrace writes the trace to a temp file and renames it into place.
-func writeTrace(path string, tr *sim.ChromeTrace, title string) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("engine: trace: %w", err)
-	}
-	if err := tr.WriteTo(f, title); err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("engine: trace %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("engine: trace %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
 	"gostachio/dataset"
@@ -16,6 +17,7 @@ import (
 	"gostachio/plan"
 	"gostachio/sim"
 	"gostachio/tpch"
+	"gostachio/traces"
 )
 
 // DemoOptions configure Demo.
@@ -136,9 +138,9 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 				base := ms
 				if su.tables != nil {
 					// The dataset's own size: run the engine on it too.
-					var tr *sim.ChromeTrace
+					var tr *traces.Recorder
 					if pol == "overlap" {
-						tr = &sim.ChromeTrace{}
+						tr = &traces.Recorder{Run: q + "/" + pol}
 					}
 					qo := engine.QueryOptions{Policy: pol, Reader: reader, Log: stderr}
 					if tr != nil {
@@ -153,8 +155,9 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 					base = row.EngineMs
 					if tr != nil {
 						path := filepath.Join(opts.Out, fmt.Sprintf("%s-engine-%s.trace.json", q, pol))
-						if err := writeTrace(path, tr, fmt.Sprintf("engine %s %s on %s", q, pol, ds.Dir)); err != nil {
-							return err
+						meta := traces.Meta{Title: fmt.Sprintf("engine %s %s on %s", q, pol, ds.Dir), Backend: "engine", Machine: machineName()}
+						if err := traces.Save(path, tr.Events, meta); err != nil {
+							return fmt.Errorf("experiments: demo: %w", err)
 						}
 						rep.EngineTrace = path
 					}
@@ -188,22 +191,10 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 	return nil
 }
 
-// writeTrace writes a trace to a temp file and renames it into place.
-func writeTrace(path string, tr *sim.ChromeTrace, title string) error {
-	tmp := path + ".tmp"
-	f, err := os.Create(tmp)
-	if err != nil {
-		return fmt.Errorf("experiments: demo trace: %w", err)
-	}
-	err = tr.WriteTo(f, title)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		os.Remove(tmp)
-		return fmt.Errorf("experiments: demo trace %s: %w", path, err)
-	}
-	return os.Rename(tmp, path)
+// machineName names this host for figures and traces.
+func machineName() string {
+	host, _ := os.Hostname()
+	return fmt.Sprintf("%s, %d CPUs", host, runtime.NumCPU())
 }
 
 func simulate(ctx context.Context, o sim.SimOptions) (*sim.Report, error) {

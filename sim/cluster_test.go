@@ -8,6 +8,7 @@ import (
 
 	"gostachio/plan"
 	"gostachio/scheduler"
+	"gostachio/traces"
 )
 
 func tinyCluster(t *testing.T, nodes int) *Cluster {
@@ -171,7 +172,7 @@ func TestClusterRejectsBadTasks(t *testing.T) {
 	}
 }
 
-func simulateQuery(t *testing.T, q, policy string, sf float64, nodes int, jitter float64, seed uint64) (*Report, []scheduler.Event) {
+func simulateQuery(t *testing.T, q, policy string, sf float64, nodes int, jitter float64, seed uint64) (*Report, []traces.Event) {
 	t.Helper()
 	prof, err := LoadProfile("dgx-a100")
 	if err != nil {
@@ -189,12 +190,12 @@ func simulateQuery(t *testing.T, q, policy string, sf float64, nodes int, jitter
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &ChromeTrace{}
+	tr := &traces.Recorder{}
 	rep, err := Simulate(context.Background(), p, prof, nodes, pol, tr, jitter, seed)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return rep, tr.Events()
+	return rep, tr.Events
 }
 
 // TestSameSeedSameRun compares the full event sequences of runs with

@@ -17,6 +17,6 @@
 //
 // Outputs: a Report (makespan, per-resource utilization and achieved
 // bandwidth, the bound max over links of work/capacity, overlap efficiency
-// bound/makespan) and, optionally, a Chrome/Perfetto trace (ChromeTrace).
+// bound/makespan) and, optionally, a Chrome/Perfetto trace (package traces).
 // RunSim is the `gostachio sim` command.
 package sim

@@ -1,16 +1,15 @@
 package sim
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 
 	"gostachio/plan"
 	"gostachio/scheduler"
 	"gostachio/tpch/queries"
+	"gostachio/traces"
 )
 
 // DefaultChunkRows is the stored chunk size of scale-factor-only workloads:
@@ -146,10 +145,10 @@ func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	var tw *ChromeTrace
+	var tw *traces.Recorder
 	var sink scheduler.TraceSink
 	if opts.Trace != "" {
-		tw = &ChromeTrace{}
+		tw = &traces.Recorder{Run: opts.Query + "/" + opts.Policy}
 		sink = tw
 	}
 	rep, err := Simulate(ctx, p, prof, opts.Nodes, pol, sink, opts.Jitter, opts.Seed)
@@ -158,20 +157,10 @@ func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 	}
 	rep.SF = opts.SF
 	if tw != nil {
-		f, err := os.Create(opts.Trace)
-		if err != nil {
-			return nil, fmt.Errorf("sim: trace: %w", err)
-		}
-		bw := bufio.NewWriterSize(f, 1<<20)
-		werr := tw.WriteTo(bw, rep.Profile+" "+rep.Query+" "+rep.Policy)
-		if werr == nil {
-			werr = bw.Flush()
-		}
-		if cerr := f.Close(); werr == nil {
-			werr = cerr
-		}
-		if werr != nil {
-			return nil, fmt.Errorf("sim: trace %s: %w", opts.Trace, werr)
+		meta := traces.Meta{Title: rep.Profile + " " + rep.Query + " " + rep.Policy, Backend: "sim",
+			Profile: fmt.Sprintf("%s, %d node(s)", rep.Profile, opts.Nodes)}
+		if err := traces.Save(opts.Trace, tw.Events, meta); err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
 		}
 	}
 	return rep, nil

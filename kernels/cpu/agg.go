@@ -2,8 +2,10 @@ package cpu
 
 import (
 	"bytes"
+	"encoding/binary"
 	"fmt"
 	"math"
+	"slices"
 
 	"gostachio/plan"
 )
@@ -53,6 +55,7 @@ type Aggregator struct {
 	ktyped bool     // kt types fixed
 	ghash  []uint64 // per group: its key hash
 	table  []int32  // open addressing on hash high bits: group+1, 0 empty
+	tsize  int      // slots of table (or of tab1, which replaces it)
 	shift  uint     // home slot = hash >> shift
 	groups int
 	seen   bool // some row was folded (matters for the no-keys group)
@@ -64,10 +67,11 @@ type Aggregator struct {
 	// is exact (no verify pass). packed is decided when the key types are
 	// fixed; a longer string turns it off for good (aggUnpack).
 	packed bool
-	pw     []int    // words per key column (strings: 1 or 2)
-	pwoff  []int    // first word of key column k in a row's tuple
-	pwn    int      // words per tuple
-	gw     []uint64 // per group: its tuple (pwn words)
+	pw     []int      // words per key column (strings: 1 or 2)
+	pwoff  []int      // first word of key column k in a row's tuple
+	pwn    int        // words per tuple
+	gw     []uint64   // per group: its tuple (pwn words)
+	tab1   []aggSlot1 // pwn == 1: table's slots with their words
 
 	// scratch reused across calls
 	hs      []uint64
@@ -214,20 +218,54 @@ func (a *Aggregator) Update(b *Batch, args []*Vec) error {
 		return nil
 	}
 	a.seen = true
+	bcnt := a.aggBatchCounts(gids, n)
+	count := func(cnt []int64) {
+		if bcnt == nil {
+			aggCount(cnt, gids, n)
+			return
+		}
+		for g, c := range bcnt {
+			cnt[g] += c
+		}
+	}
 	for i := range a.slots {
 		s := &a.slots[i]
 		if s.agg.Fn == plan.AggCount {
-			aggCount(s.cnt, gids, n)
+			count(s.cnt)
 			continue
 		}
 		if err := s.fold(gids, args[i], n); err != nil {
 			return err
 		}
 		if s.agg.Fn == plan.AggAvg {
-			aggCount(s.cnt, gids, n)
+			count(s.cnt)
 		}
 	}
 	return nil
+}
+
+// aggBatchCounts returns the rows per group of gids (n rows) when several
+// counts (count, avg) need them and groups are few next to the rows: one
+// pass then serves them all. Otherwise nil: each counts its own way.
+func (a *Aggregator) aggBatchCounts(gids []int32, n int) []int64 {
+	uses := 0
+	for i := range a.slots {
+		if f := a.slots[i].agg.Fn; f == plan.AggCount || f == plan.AggAvg {
+			uses++
+		}
+	}
+	if gids == nil || uses < 2 || 4*a.groups > n {
+		return nil
+	}
+	if cap(a.bcnt) < a.groups {
+		a.bcnt = make([]int64, a.groups)
+	}
+	bcnt := a.bcnt[:a.groups]
+	clear(bcnt)
+	for _, g := range gids[:n] {
+		bcnt[g]++
+	}
+	return bcnt
 }
 
 // Merge folds a partial-state batch (key columns, then per aggregate the
@@ -398,9 +436,19 @@ func (a *Aggregator) aggExtend() {
 	}
 }
 
+// aggGrowTo extends s to n values, the new ones v; capacity at least
+// doubles, so growing group by group stays linear.
 func aggGrowTo[T any](s []T, n int, v T) []T {
-	for len(s) < n {
-		s = append(s, v)
+	m := len(s)
+	if n <= m {
+		return s
+	}
+	if n > cap(s) {
+		s = slices.Grow(s, max(n, 2*cap(s))-m)
+	}
+	s = s[:n]
+	for i := m; i < n; i++ {
+		s[i] = v
 	}
 	return s
 }
@@ -588,15 +636,17 @@ func (s *aggStrs) set(g int, x []byte) {
 }
 
 // aggAssign maps each row of b to its group (creating groups for new
-// keys) and returns the group ids; nil with no keys. Rows find the first
-// group of equal hash on their probe sequence; the new groups' keys are
-// appended, then every row's key is compared with its group's in typed
+// keys) and returns the group ids; nil with no keys. Packed keys (see
+// Aggregator.packed) go through aggAssignPacked. Otherwise rows find the
+// first group of equal hash on their probe sequence; the new groups' keys
+// are appended, then every row's key is compared with its group's in typed
 // loops, and only rows hit by a hash collision search again key by key.
 func (a *Aggregator) aggAssign(b *Batch, kc []int) []int32 {
 	if len(kc) == 0 {
 		return nil
 	}
 	if !a.ktyped {
+		a.packed = true
 		for k, c := range kc {
 			v := &b.Cols[c]
 			a.kt[k] = Vec{Type: v.Type}
@@ -606,19 +656,45 @@ func (a *Aggregator) aggAssign(b *Batch, kc []int) []int32 {
 			if v.Type == TString {
 				a.kt[k].Off = []int32{0}
 			}
+			if v.Type == TFloat64 {
+				// -0 == +0 and NaN != NaN: bits are no key.
+				a.packed = false
+			}
 		}
 		a.ktyped = true
+		if a.packed {
+			a.pw = make([]int, len(kc))
+			for k := range a.pw {
+				a.pw[k] = 1
+			}
+			a.aggLayout()
+		}
 	}
 	n := b.Rows
-	if a.table == nil {
+	if a.tsize == 0 {
 		a.aggRehash(64)
 	}
-	a.hs = HashColumns(b, kc, a.hs)
-	hs := a.hs
 	if cap(a.gids) < n {
 		a.gids = make([]int32, n)
 	}
 	gids := a.gids[:n]
+	if a.packed && a.groups > aggPackedGroups {
+		a.aggUnpack()
+	}
+	if a.packed && a.aggFitPacked(b, kc) {
+		a.aggAssignPacked(b, kc, gids)
+		return gids
+	}
+	a.aggAssignHashed(b, kc, gids)
+	return gids
+}
+
+// aggAssignHashed is aggAssign's general path: it writes the group of
+// each row of b to gids (b.Rows long).
+func (a *Aggregator) aggAssignHashed(b *Batch, kc []int, gids []int32) {
+	n := b.Rows
+	a.hs = HashColumns(b, kc, a.hs)
+	hs := a.hs
 	newRows := a.newRows[:0]
 	table, shift := a.table, a.shift
 	mask := uint64(len(table) - 1)
@@ -666,7 +742,7 @@ func (a *Aggregator) aggAssign(b *Batch, kc []int) []int32 {
 		}
 	}
 	if !anyBad {
-		return gids
+		return
 	}
 	one := []int32{0}
 	for i, isBad := range bad {
@@ -698,7 +774,321 @@ func (a *Aggregator) aggAssign(b *Batch, kc []int) []int32 {
 			}
 		}
 	}
-	return gids
+}
+
+// aggPackedGroups bounds packed mode to tables that stay in cache: with
+// more groups a lookup is a cache miss either way, and the general path's
+// smaller slots (and its group-ordered hashes and keys, which sorted input
+// keeps hot) measured faster (TPC-H Q18's 1.5M groups per SF).
+const aggPackedGroups = 1 << 15
+
+// aggLayout places the key columns' words in a tuple after a.pw changed.
+func (a *Aggregator) aggLayout() {
+	a.pwoff = make([]int, len(a.pw))
+	a.pwn = 0
+	for k, w := range a.pw {
+		a.pwoff[k] = a.pwn
+		a.pwn += w
+	}
+}
+
+// aggFitPacked makes the packed layout hold the keys of b: a string key
+// whose longest value in b needs more words than its column has widens
+// the column (the stored tuples are recoded from kt); one over 15 bytes
+// turns packed mode off (aggUnpack). It reports whether b's keys pack.
+func (a *Aggregator) aggFitPacked(b *Batch, kc []int) bool {
+	wider := false
+	for k, c := range kc {
+		v := &b.Cols[c]
+		if v.Type != TString {
+			continue
+		}
+		off := v.Off[:b.Rows+1]
+		var long int32
+		for i := range b.Rows {
+			long = max(long, off[i+1]-off[i])
+		}
+		w := 1
+		switch {
+		case long > 15:
+			a.aggUnpack()
+			return false
+		case long > 7:
+			w = 2
+		}
+		if w > a.pw[k] {
+			a.pw[k] = w
+			wider = true
+		}
+	}
+	if wider {
+		a.aggLayout()
+		kb := &Batch{Cols: a.kt, Rows: a.groups}
+		a.gw = make([]uint64, a.groups*a.pwn, max(64, 2*a.groups)*a.pwn)
+		for k := range a.kt {
+			aggPackCol(&kb.Cols[k], a.groups, a.pw[k], a.pwoff[k], a.pwn, a.gw)
+		}
+		for g := range a.groups {
+			a.ghash[g] = aggTupleHash(a.gw[g*a.pwn:(g+1)*a.pwn], aggCollideMask())
+		}
+		a.aggRehash(a.tsize)
+	}
+	return true
+}
+
+// aggUnpack leaves packed mode: the groups are rehashed with HashColumns
+// for the general path.
+func (a *Aggregator) aggUnpack() {
+	a.packed, a.gw, a.rw, a.tab1 = false, nil, nil, nil
+	keys := make([]int, len(a.kt))
+	for k := range keys {
+		keys[k] = k
+	}
+	a.ghash = HashColumns(&Batch{Names: a.keys, Cols: a.kt, Rows: a.groups}, keys, nil)
+	a.aggRehash(a.tsize)
+}
+
+// aggPackCol writes the packed words of values 0..n-1 of key column v,
+// w words each (w = 1 unless a string column of w = 2), to dst[i*stride +
+// off ...]. Integers are their int64 value, bools 0 or 1. A string of
+// length l (at most 8w - 1 bytes) is its bytes in little-endian order,
+// zero-padded, with l in the top byte of its last word: equal words, equal
+// strings.
+func aggPackCol(v *Vec, n, w, off, stride int, dst []uint64) {
+	switch v.Type {
+	case TInt64, TDecimal:
+		for i, x := range v.I64[:n] {
+			dst[i*stride+off] = uint64(x)
+		}
+	case TInt32, TDate:
+		for i, x := range v.I32[:n] {
+			dst[i*stride+off] = uint64(int64(x))
+		}
+	case TBool:
+		for i, x := range v.B[:n] {
+			var u uint64
+			if x {
+				u = 1
+			}
+			dst[i*stride+off] = u
+		}
+	case TString:
+		vo, str := v.Off[:n+1], v.Str
+		if w == 1 {
+			// Values that end 8 bytes before the end of str load as one
+			// word; the rest take aggLoad's byte loop.
+			d := dst[off:]
+			lim := int32(len(str) - 8)
+			o := vo[0]
+			for i, e := range vo[1:] {
+				l := uint(e - o)
+				var x uint64
+				if o <= lim {
+					x = binary.LittleEndian.Uint64(str[o:]) & (uint64(1)<<(8*l) - 1)
+				} else {
+					x = aggLoad(str, int(o), int(l))
+				}
+				d[i*stride] = x | uint64(l)<<56
+				o = e
+			}
+			return
+		}
+		for i := range n {
+			o, l := int(vo[i]), int(vo[i+1]-vo[i])
+			lo := min(l, 8)
+			dst[i*stride+off] = aggLoad(str, o, lo)
+			dst[i*stride+off+1] = aggLoad(str, o+lo, l-lo) | uint64(l)<<56
+		}
+	}
+}
+
+// aggLoad reads the l <= 8 bytes str[o:o+l] as a little-endian word,
+// zero-padded: one load where 8 bytes are there to read.
+func aggLoad(str []byte, o, l int) uint64 {
+	if o+8 <= len(str) {
+		return binary.LittleEndian.Uint64(str[o:]) & (uint64(1)<<(8*uint(l)) - 1)
+	}
+	var x uint64
+	for j := l - 1; j >= 0; j-- {
+		x = x<<8 | uint64(str[o+j])
+	}
+	return x
+}
+
+// aggTupleHash hashes a packed key tuple (its own function: packed groups
+// are never compared with HashColumns hashes). cm is ^0, or 3 under
+// htTestCollide.
+func aggTupleHash(t []uint64, cm uint64) uint64 {
+	h := uint64(htK0)
+	for _, w := range t {
+		h = htMum(h^w, htK1)
+	}
+	return h & cm
+}
+
+// aggCollideMask is the mask aggTupleHash applies.
+func aggCollideMask() uint64 {
+	if htTestCollide {
+		return 3
+	}
+	return ^uint64(0)
+}
+
+// aggAssignPacked is aggAssign for packed keys: a row's tuple is hashed
+// and looked up with an exact key check, so group ids are final at once
+// and groups are numbered in first-seen order. The lookup loops stop at a
+// row of a new key, which aggInsert adds; they are kept apart so that the
+// hot loop holds its state in registers.
+func (a *Aggregator) aggAssignPacked(b *Batch, kc []int, gids []int32) {
+	n, nw := b.Rows, a.pwn
+	if cap(a.rw) < n*nw {
+		a.rw = make([]uint64, n*nw)
+	}
+	rw := a.rw[:n*nw]
+	for k, c := range kc {
+		aggPackCol(&b.Cols[c], n, a.pw[k], a.pwoff[k], nw, rw)
+	}
+	a.newRows = a.newRows[:0]
+	cm := aggCollideMask()
+	// Runs pay when most rows repeat the key before them (a sample
+	// decides): a guess either way costs a mispredicted branch per row.
+	same, m := 0, min(n, 257)
+	for i := 1; i < m; i++ {
+		if rw[i] == rw[i-1] {
+			same++
+		}
+	}
+	runs := nw == 1 && 2*same > m
+	for i := 0; i < n; i++ {
+		if nw == 1 {
+			i = aggLookup1(rw, i, gids, a.tab1, a.shift, cm, runs)
+		} else {
+			i = aggLookupN(rw, nw, i, gids, a.table, a.ghash, a.gw, a.shift, cm)
+		}
+		if i == n {
+			break
+		}
+		t := rw[i*nw : (i+1)*nw]
+		gids[i] = a.aggInsert(t, aggTupleHash(t, cm), i)
+		if len(a.ghash) > aggPackedGroups && i+1 < n {
+			// Too many groups for packed mode: the rest of the batch
+			// takes the general path.
+			a.groups = len(a.ghash)
+			for k, c := range kc {
+				aggAppendRows(&a.kt[k], &b.Cols[c], a.newRows)
+			}
+			a.aggUnpack()
+			a.aggAssignHashed(Slice(b, i+1, n), kc, gids[i+1:])
+			return
+		}
+	}
+	a.groups = len(a.ghash)
+	for k, c := range kc {
+		aggAppendRows(&a.kt[k], &b.Cols[c], a.newRows)
+	}
+}
+
+// aggLookup1 sets gids[i] for rows from on of one-word tuples rw, up to
+// the first row whose key has no group, whose index it returns (len(rw)
+// if none).
+func aggLookup1(rw []uint64, from int, gids []int32, tab []aggSlot1, shift uint, cm uint64, runs bool) int {
+	mask := uint64(len(tab) - 1)
+	gids = gids[:len(rw)]
+	var last uint64 // the key of row from-1, or one row from's is not
+	var lastG int32
+	switch {
+	case from > 0:
+		last, lastG = rw[from-1], gids[from-1]
+	case len(rw) > 0:
+		last = ^rw[0]
+	}
+	for i := from; i < len(rw); i++ {
+		x := rw[i]
+		if runs {
+			// Keys come in runs (input sorted on them): a row equal to
+			// the one before shares its group.
+			if x == last {
+				gids[i] = lastG
+				continue
+			}
+			last = x
+		}
+		s := htMum(htK0^x, htK1) & cm >> shift
+		for {
+			sl := &tab[s]
+			if sl.x == x && sl.g != 0 {
+				gids[i] = sl.g - 1
+				lastG = sl.g - 1
+				break
+			}
+			if sl.g == 0 {
+				return i
+			}
+			s = (s + 1) & mask
+		}
+	}
+	return len(rw)
+}
+
+// aggLookupN is aggLookup1 for tuples of nw words (rw holds them back to
+// back); it returns the row index.
+func aggLookupN(rw []uint64, nw, from int, gids []int32, table []int32, ghash, gw []uint64, shift uint, cm uint64) int {
+	mask := uint64(len(table) - 1)
+	n := len(rw) / nw
+	gids = gids[:n]
+	for i := from; i < n; i++ {
+		t := rw[i*nw : (i+1)*nw]
+		h := aggTupleHash(t, cm)
+		s := h >> shift
+		for {
+			g := table[s]
+			if g == 0 {
+				return i
+			}
+			if ghash[g-1] == h && aggTupleEq(t, gw[int(g-1)*nw:int(g)*nw]) {
+				gids[i] = g - 1
+				break
+			}
+			s = (s + 1) & mask
+		}
+	}
+	return n
+}
+
+// aggInsert adds a group for tuple t (hash h, no group yet), first seen
+// at row i, and returns its id.
+func (a *Aggregator) aggInsert(t []uint64, h uint64, i int) int32 {
+	mask := uint64(a.tsize - 1)
+	s := h >> a.shift
+	ng := int32(len(a.ghash))
+	if a.tab1 != nil {
+		for a.tab1[s].g != 0 {
+			s = (s + 1) & mask
+		}
+		a.tab1[s] = aggSlot1{x: t[0], g: ng + 1}
+	} else {
+		for a.table[s] != 0 {
+			s = (s + 1) & mask
+		}
+		a.table[s] = ng + 1
+	}
+	a.ghash = append(a.ghash, h)
+	a.gw = append(a.gw, t...)
+	a.newRows = append(a.newRows, int32(i))
+	if 2*len(a.ghash) > a.tsize {
+		a.aggRehash(2 * a.tsize)
+	}
+	return ng
+}
+
+func aggTupleEq(x, y []uint64) bool {
+	y = y[:len(x)]
+	for j, w := range x {
+		if y[j] != w {
+			return false
+		}
+	}
+	return true
 }
 
 // aggRehash rebuilds the slot table with size (a power of two) slots.
@@ -707,9 +1097,21 @@ func (a *Aggregator) aggRehash(size int) {
 	for 1<<lg < size {
 		lg++
 	}
-	a.table = make([]int32, size)
+	a.tsize = size
 	a.shift = uint(64 - lg)
 	mask := uint64(size - 1)
+	if a.packed && a.pwn == 1 {
+		a.table, a.tab1 = nil, make([]aggSlot1, size)
+		for g, h := range a.ghash {
+			s := h >> a.shift
+			for a.tab1[s].g != 0 {
+				s = (s + 1) & mask
+			}
+			a.tab1[s] = aggSlot1{x: a.gw[g], g: int32(g + 1)}
+		}
+		return
+	}
+	a.table, a.tab1 = make([]int32, size), nil
 	for g, h := range a.ghash {
 		s := h >> a.shift
 		for a.table[s] != 0 {
@@ -717,6 +1119,13 @@ func (a *Aggregator) aggRehash(size int) {
 		}
 		a.table[s] = int32(g + 1)
 	}
+}
+
+// aggSlot1 mirrors a slot of Aggregator.table for one-word tuples: the
+// group's word next to its number, so a lookup reads one place.
+type aggSlot1 struct {
+	x uint64
+	g int32 // group + 1; 0: empty
 }
 
 // aggAppendRows appends rows of src to dst (same type).

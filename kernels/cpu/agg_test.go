@@ -474,3 +474,122 @@ func BenchmarkAgg(b *testing.B) {
 		})
 	}
 }
+
+// Packed keys change layout as longer strings arrive: batches of keys of
+// at most 7 bytes, then up to 15 (two words), then longer (general path),
+// each with rows of earlier groups mixed in. Group order stays first-seen
+// throughout, so the result must equal the reference's row for row.
+func TestAggPackedWidening(t *testing.T) {
+	r := ktRng(35)
+	words := [][]string{
+		{"", "a", "R", "N", "abcdefg", "A\x00", "\x00"},
+		{"abcdefgh", "ABCDEFGHIJKLMNO", "a", "abcdefg\x00", "R"},
+		{"a much longer key than fifteen", "N", "ABCDEFGHIJKLMNO", "abcdefgh"},
+	}
+	aggs := plan.Aggs{plan.Sum("s", plan.Col("v")), plan.Count("c"), plan.Min("mn", plan.Col("v"))}
+	for _, collide := range []bool{false, true} {
+		htTestCollide = collide
+		var parts []*Batch
+		var pool []string
+		for _, ws := range words {
+			pool = append(pool, ws...)
+			n := 200
+			b := &Batch{Names: []string{"k", "i", "v"}, Rows: n,
+				Cols: []Vec{{Type: TString, Off: []int32{0}}, {Type: TInt32}, {Type: TInt64}}}
+			for range n {
+				w := pool[r.IntN(len(pool))]
+				b.Cols[0].Str = append(b.Cols[0].Str, w...)
+				b.Cols[0].Off = append(b.Cols[0].Off, int32(len(b.Cols[0].Str)))
+				b.Cols[1].I32 = append(b.Cols[1].I32, int32(r.IntN(3)-1))
+				b.Cols[2].I64 = append(b.Cols[2].I64, r.Int64N(100))
+			}
+			parts = append(parts, b)
+		}
+		all, err := Concat(parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, keys := range [][]string{{"k"}, {"k", "i"}, {"i", "k"}} {
+			a := NewAggregator(keys, aggs, false)
+			for _, p := range parts {
+				if err := a.Update(p, ktAggArgs(p, aggs)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := a.Result(true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			what := fmt.Sprintf("keys %v collide %v", keys, collide)
+			if collide {
+				g, w := ktRows(got), ktRows(ktAggRef(all, keys, aggs, true))
+				slices.Sort(g)
+				slices.Sort(w)
+				ktSameRows(t, what, g, w)
+			} else {
+				ktSameBatch(t, what, got, ktAggRef(all, keys, aggs, true), 0)
+			}
+		}
+	}
+	htTestCollide = false
+}
+
+// Keys in runs (sorted input) take the run-aware lookup; batches split
+// inside runs and keys of value 0 at the start check its edges.
+func TestAggSortedRuns(t *testing.T) {
+	r := ktRng(36)
+	const n = 3000
+	b := &Batch{Names: []string{"k", "v"}, Rows: n, Cols: []Vec{{Type: TInt64}, {Type: TInt64}}}
+	k := int64(0)
+	for range n {
+		if r.IntN(4) == 0 {
+			k += int64(r.IntN(3))
+		}
+		b.Cols[0].I64 = append(b.Cols[0].I64, k)
+		b.Cols[1].I64 = append(b.Cols[1].I64, r.Int64N(1000))
+	}
+	aggs := plan.Aggs{plan.Sum("s", plan.Col("v")), plan.Count("c"), plan.Avg("a", plan.Col("v"))}
+	want := ktAggRef(b, []string{"k"}, aggs, true)
+	for _, collide := range []bool{false, true} {
+		htTestCollide = collide
+		a := NewAggregator([]string{"k"}, aggs, false)
+		ktFeed(t, r, a, b, aggs, 0, n)
+		got, err := a.Result(true)
+		htTestCollide = false
+		if err != nil {
+			t.Fatal(err)
+		}
+		ktSameBatch(t, fmt.Sprintf("sorted runs, collide %v", collide), got, want, 1e-12)
+	}
+}
+
+// Past aggPackedGroups groups, packed mode hands over to the general path,
+// in the middle of a batch or between batches.
+func TestAggPackedToGeneral(t *testing.T) {
+	r := ktRng(37)
+	const n = 5 * aggPackedGroups
+	b := ktBatch(r, n, ktCol{name: "k", typ: TInt64, card: 3 * aggPackedGroups}, ktCol{name: "s", typ: TString, card: 3},
+		ktCol{name: "v", typ: TInt64, card: 100})
+	aggs := plan.Aggs{plan.Sum("sum", plan.Col("v")), plan.Count("c")}
+	for _, keys := range [][]string{{"k"}, {"s", "k"}} {
+		for _, cuts := range [][]int{{n}, {aggPackedGroups / 2, n}, {aggPackedGroups + 1, aggPackedGroups + 5, n}} {
+			a := NewAggregator(keys, aggs, false)
+			lo := 0
+			for _, hi := range cuts {
+				s := Slice(b, lo, hi)
+				if err := a.Update(s, ktAggArgs(s, aggs)); err != nil {
+					t.Fatal(err)
+				}
+				lo = hi
+			}
+			if a.packed {
+				t.Fatalf("keys %v: still packed with %d groups", keys, a.Groups())
+			}
+			got, err := a.Result(true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ktSameBatch(t, fmt.Sprintf("keys %v cuts %v", keys, cuts), got, ktAggRef(b, keys, aggs, true), 0)
+		}
+	}
+}

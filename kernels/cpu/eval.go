@@ -121,19 +121,24 @@ func evColumn(b *Batch, name string) (*Vec, error) {
 	if err != nil {
 		return nil, err
 	}
+	return v, evCheckVec(b, name, v)
+}
+
+// evCheckVec checks, in constant time, that column v of b fits the batch.
+func evCheckVec(b *Batch, name string, v *Vec) error {
 	if n := v.Len(); n != b.Rows {
-		return nil, fmt.Errorf("cpu: column %s has %d values, batch %d rows", name, n, b.Rows)
+		return fmt.Errorf("cpu: column %s has %d values, batch %d rows", name, n, b.Rows)
 	}
 	if v.Type == TString && b.Rows > 0 && (v.Off[0] != 0 || int(v.Off[b.Rows]) != len(v.Str)) {
-		return nil, fmt.Errorf("cpu: column %s: string offsets do not span its %d bytes", name, len(v.Str))
+		return fmt.Errorf("cpu: column %s: string offsets do not span its %d bytes", name, len(v.Str))
 	}
 	if v.Type == TInvalid || v.Type > TBool {
-		return nil, fmt.Errorf("cpu: column %s has invalid type %s", name, v.Type)
+		return fmt.Errorf("cpu: column %s has invalid type %s", name, v.Type)
 	}
 	if v.Type == TDecimal && (v.Scale < 0 || v.Scale > evMaxScale) {
-		return nil, fmt.Errorf("cpu: column %s has decimal scale %d outside 0..%d", name, v.Scale, evMaxScale)
+		return fmt.Errorf("cpu: column %s has decimal scale %d outside 0..%d", name, v.Scale, evMaxScale)
 	}
-	return v, nil
+	return nil
 }
 
 // evLit turns a literal into a constant.
@@ -469,15 +474,7 @@ func evArith(c plan.Call, x, y evVal) (evVal, error) {
 		if err != nil {
 			return fail(err)
 		}
-		// Write over an operand that is an intermediate or was converted.
-		var out []int64
-		switch {
-		case !x.konst && (x.owned || !evSame(a, x.v.I64)):
-			out = a
-		case !y.konst && (y.owned || !evSame(bb, y.v.I64)):
-			out = bb
-		}
-		r, bad := evArithI64(c.Fn, a, x.konst, bb, y.konst, n, out)
+		r, bad := evArithI64(c.Fn, a, x.konst, bb, y.konst, n, evReuse(&x, a, &y, bb))
 		if bad {
 			return fail(errors.New("int64 overflow"))
 		}
@@ -503,7 +500,7 @@ func evArith(c plan.Call, x, y evVal) (evVal, error) {
 		}
 		a, _ := evToI64(&x.v, 0)
 		bb, _ := evToI64(&y.v, 0)
-		r, bad := evArithI64(c.Fn, a, x.konst, bb, y.konst, n, nil)
+		r, bad := evArithI64(c.Fn, a, x.konst, bb, y.konst, n, evReuse(&x, a, &y, bb))
 		if bad {
 			return fail(errors.New("int64 overflow"))
 		}
@@ -520,6 +517,19 @@ func evArith(c plan.Call, x, y evVal) (evVal, error) {
 		return evVal{v: Vec{Type: TDate, I32: d}, konst: konst, owned: !konst}, nil
 	}
 	return mismatch()
+}
+
+// evReuse picks the output of an int64 operation on x and y, whose values
+// are a and b: an operand vector that is an intermediate (owned) or was
+// converted (a fresh copy) is overwritten; nil means allocate.
+func evReuse(x *evVal, a []int64, y *evVal, b []int64) []int64 {
+	switch {
+	case !x.konst && (x.owned || !evSame(a, x.v.I64)):
+		return a
+	case !y.konst && (y.owned || !evSame(b, y.v.I64)):
+		return b
+	}
+	return nil
 }
 
 // evArithI64 computes a op b (op + - *) for n rows into out (allocated when

@@ -28,9 +28,14 @@ import (
 // Select evaluates predicate pred on the rows sel of b (sel nil = all rows
 // 0..b.Rows-1; otherwise strictly ascending row numbers of b, else an
 // error) and returns, in a newly allocated slice, the rows of sel where
-// pred holds, in the same order. sel is not modified. pred must be boolean: a comparison, between, in,
-// not in, like, not like, and, or, not, a bool column or a case of bools.
-// Errors name the offending expression or column (see Eval).
+// pred holds, in the same order. sel is not modified. pred must be
+// boolean: a comparison, between, in, not in, like, not like, and, or, not,
+// a bool column or a case of bools. Errors name the offending expression or
+// column (see Eval). An And tests each conjunct only on the survivors of
+// the previous ones (constant ranges over one column merge into one test);
+// an Or tests each arm on the rows no earlier arm accepted; a comparison of
+// a column with a literal, between over a column and literals, in and like
+// over a column loop over the selected rows of the column directly.
 func Select(b *Batch, pred plan.Expr, sel []int32) ([]int32, error) {
 	if b == nil {
 		return nil, errors.New("cpu: Select over a nil batch")
@@ -95,7 +100,7 @@ func Filter(b *Batch, pred plan.Expr) (*Batch, error) {
 		return out, nil
 	}
 	for i := range b.Cols {
-		if _, err := evColumn(b, b.Names[i]); err != nil {
+		if err := evCheckVec(b, b.Names[i], &b.Cols[i]); err != nil {
 			return nil, err
 		}
 		out.Cols[i] = GatherVec(&b.Cols[i], sel)
@@ -150,7 +155,7 @@ func fltSel(b *Batch, pred plan.Expr, in, dst []int32) ([]int32, error) {
 // every batch alike.
 func fltAnd(b *Batch, c plan.Call, in, dst []int32) ([]int32, error) {
 	type step struct {
-		e   plan.Expr // a conjunct, or nil for a merged range:
+		e   plan.Expr // a conjunct, or nil for a (merged) range r over col
 		col *Vec
 		r   fltRng
 	}
@@ -312,7 +317,7 @@ func fltMinus(in []int32, n int, sub, dst []int32) []int32 {
 	}
 	for _, r := range in {
 		dst[k] = r
-		k += int(bits[r>>6] >> (r & 63) & 1)
+		k += int(^bits[r>>6] >> (r & 63) & 1)
 	}
 	return dst[:k]
 }

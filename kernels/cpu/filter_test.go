@@ -337,3 +337,43 @@ func BenchmarkSelectQ6(bm *testing.B) {
 		})
 	}
 }
+
+// TestSelectConcurrent runs Select and Eval from several goroutines over one
+// shared batch (pooled buffers, the LIKE cache, no writes to inputs).
+func TestSelectConcurrent(t *testing.T) {
+	b := testBatch(rand.New(rand.NewPCG(91, 92)), 5000)
+	g := &exprGen{r: rand.New(rand.NewPCG(93, 94))}
+	var preds []plan.Expr
+	var want [][]int32
+	for len(preds) < 40 {
+		p := g.boolean(3)
+		if got, err := Select(b, p, nil); err == nil {
+			preds, want = append(preds, p), append(want, got)
+		}
+	}
+	errs := make(chan error, 4)
+	for w := range 4 {
+		go func() {
+			for k := range 3 * len(preds) {
+				i := (k + w*7) % len(preds)
+				got, err := Select(b, preds[i], nil)
+				if err == nil {
+					_, err = Eval(b, preds[i])
+				}
+				if err == nil && !slices.Equal(got, want[i]) {
+					err = errors.New("result differs under concurrency: " + preds[i].String())
+				}
+				if err != nil {
+					errs <- err
+					return
+				}
+			}
+			errs <- nil
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -45,6 +45,8 @@ func gthFixed[T any](src []T, sel []int32) []T {
 }
 
 // gthStrings gathers a string vector: sizes first, then one allocation.
+// Runs of consecutive rows (a filter's dense selection is mostly runs)
+// take one byte copy each, their offsets shifted in a tight loop.
 func gthStrings(v *Vec, sel []int32) ([]int32, []byte) {
 	off := make([]int32, len(sel)+1)
 	var total int64
@@ -56,9 +58,21 @@ func gthStrings(v *Vec, sel []int32) ([]int32, []byte) {
 	}
 	str := make([]byte, total)
 	var p int32
-	for i, s := range sel {
-		p += int32(copy(str[p:], v.Str[v.Off[s]:v.Off[s+1]]))
-		off[i+1] = p
+	for i := 0; i < len(sel); {
+		s := sel[i]
+		j := i + 1
+		for j < len(sel) && sel[j] == s+int32(j-i) {
+			j++
+		}
+		// Rows s..e-1 are consecutive: their bytes are one span.
+		e := s + int32(j-i)
+		src := v.Off[s : e+1]
+		delta := p - src[0]
+		for k, x := range src[1:] {
+			off[i+k+1] = x + delta
+		}
+		p += int32(copy(str[p:], v.Str[src[0]:src[len(src)-1]]))
+		i = j
 	}
 	return off, str
 }

@@ -22,6 +22,20 @@ type HashTable struct {
 	heads  []int32  // per bucket: first row, or -1
 	next   []int32  // per row: next row of its bucket, or -1
 	shift  uint     // bucket = hash >> shift
+
+	// One integer-coded key (the common primary/foreign key join) takes
+	// an open-addressing table of distinct keys instead of heads and
+	// hashes: a slot holds the key next to its first build row, so a probe
+	// usually reads one slot, and its key compare is exact; next then
+	// links the rows of equal key, in build order.
+	islots []hjSlot // nil unless a single integer key
+	unique bool     // islots: no key repeats (next is all -1)
+}
+
+// hjSlot is one distinct build key and its first row (-1: empty slot).
+type hjSlot struct {
+	key int64
+	row int32
 }
 
 // BuildHashTable indexes b on the named key columns. Nil or empty keys
@@ -53,6 +67,14 @@ func BuildHashTable(b *Batch, keys []string) (*HashTable, error) {
 		h.keys[i] = c
 	}
 	n := b.Rows
+	if v := &b.Cols[h.keys[0]]; len(keys) == 1 && htIntCoded(v.Type) {
+		if v.Type == TInt64 || v.Type == TDecimal {
+			hjBuildInts(h, v.I64[:n])
+		} else {
+			hjBuildInts(h, v.I32[:n])
+		}
+		return h, nil
+	}
 	h.hashes = HashColumns(b, h.keys, nil)
 	size, lg := 16, 4
 	for size < 2*n {
@@ -165,15 +187,31 @@ func (h *HashTable) Probe(probe *Batch, probeKeys []string, kind plan.JoinKind, 
 	var ps, bs []int32 // output rows: probe row, build row (-1: zero values)
 	switch kind {
 	case plan.JoinInner, plan.JoinLeftOuter:
-		if h.keys == nil {
+		switch {
+		case h.keys == nil:
 			ps, bs = h.hjCrossPairs(probe.Rows)
-		} else {
+		case h.islots != nil:
+			if v := &probe.Cols[pk[0]]; v.Type == TInt64 || v.Type == TDecimal {
+				ps, bs = hjIntPairs(h, v.I64[:probe.Rows])
+			} else {
+				ps, bs = hjIntPairs(h, v.I32[:probe.Rows])
+			}
+		default:
 			ps, bs = h.hjPairs(probe, pk)
 		}
 		if kind == plan.JoinLeftOuter {
 			ps, bs = hjOuter(probe.Rows, ps, bs)
 		}
 	case plan.JoinSemi, plan.JoinAnti:
+		want := kind == plan.JoinSemi
+		if h.islots != nil {
+			if v := &probe.Cols[pk[0]]; v.Type == TInt64 || v.Type == TDecimal {
+				ps = hjIntSelect(h, v.I64[:probe.Rows], want)
+			} else {
+				ps = hjIntSelect(h, v.I32[:probe.Rows], want)
+			}
+			break
+		}
 		var matched []bool
 		if h.keys == nil {
 			matched = make([]bool, probe.Rows)
@@ -185,7 +223,6 @@ func (h *HashTable) Probe(probe *Batch, probeKeys []string, kind plan.JoinKind, 
 		} else {
 			matched = h.hjMatched(probe, pk)
 		}
-		want := kind == plan.JoinSemi
 		ps = make([]int32, 0, probe.Rows)
 		for i, m := range matched {
 			if m == want {
@@ -460,4 +497,159 @@ func hjFixedOrZero[T any](src []T, sel []int32) []T {
 		}
 	}
 	return out
+}
+
+// hjIntHash is the slot hash of an integer key (htInt, with the
+// htTestCollide mask cm: ^0, or 3 in tests).
+func hjIntHash(k int64, cm uint64) uint64 { return htInt(k) & cm }
+
+// hjCollideMask is the mask hjIntHash applies.
+func hjCollideMask() uint64 {
+	if htTestCollide {
+		return 3
+	}
+	return ^uint64(0)
+}
+
+// hjBuildInts indexes the single integer key column keys: islots holds
+// each distinct key with its first row, next the later rows of that key.
+func hjBuildInts[T int32 | int64](h *HashTable, keys []T) {
+	n := len(keys)
+	size, lg := 16, 4
+	for size < 2*n {
+		size <<= 1
+		lg++
+	}
+	h.shift = uint(64 - lg)
+	slots := make([]hjSlot, size)
+	for i := range slots {
+		slots[i].row = -1
+	}
+	next := make([]int32, n)
+	mask := uint64(size - 1)
+	cm := hjCollideMask()
+	dup := false
+	// Back to front: pushing on a key's chain leaves it in row order.
+	for r := n - 1; r >= 0; r-- {
+		k := int64(keys[r])
+		s := hjIntHash(k, cm) >> h.shift
+		for {
+			sl := &slots[s]
+			if sl.row < 0 {
+				sl.key, sl.row = k, int32(r)
+				next[r] = -1
+				break
+			}
+			if sl.key == k {
+				next[r] = sl.row
+				sl.row = int32(r)
+				dup = true
+				break
+			}
+			s = (s + 1) & mask
+		}
+	}
+	h.islots, h.next, h.unique = slots, next, !dup
+}
+
+// hjIntFind returns the first build row of key k, or -1.
+func hjIntFind(slots []hjSlot, k int64, shift uint, cm uint64) int32 {
+	mask := uint64(len(slots) - 1)
+	for s := hjIntHash(k, cm) >> shift; ; s = (s + 1) & mask {
+		sl := &slots[s]
+		if sl.row < 0 || sl.key == k {
+			return sl.row
+		}
+	}
+}
+
+// hjIntFirst returns, per probe key, the first build row of that key or
+// -1. It advances all rows' probe sequences a slot per pass, with no
+// data-dependent branch, so that the cache misses of many rows overlap:
+// the first pass reads every key's home slot, the next ones the next slot
+// of the rows whose slot held another key (fewer each pass).
+func hjIntFirst[T int32 | int64](h *HashTable, keys []T) []int32 {
+	slots, shift, cm := h.islots, h.shift, hjCollideMask()
+	mask := uint64(len(slots) - 1)
+	first := make([]int32, len(keys))
+	pend := make([]int32, len(keys)) // rows still probing
+	pos := make([]uint64, len(keys)) // their slot
+	m := 0
+	for i, x := range keys {
+		k := int64(x)
+		s := hjIntHash(k, cm) >> shift
+		sl := slots[s&mask]
+		r := int32(-2) // not decided: the slot holds another key
+		if sl.key == k {
+			r = sl.row
+		}
+		if sl.row < 0 {
+			r = -1
+		}
+		first[i] = r
+		pend[m], pos[m] = int32(i), s
+		m += int((uint32(r+2) - 1) >> 31) // 1 iff r == -2
+	}
+	for m > 0 {
+		pend, pos = pend[:m], pos[:m]
+		m = 0
+		for j, i := range pend {
+			k := int64(keys[i])
+			s := (pos[j] + 1) & mask
+			sl := slots[s]
+			r := int32(-2)
+			if sl.key == k {
+				r = sl.row
+			}
+			if sl.row < 0 {
+				r = -1
+			}
+			first[i] = r
+			pend[m], pos[m] = i, s
+			m += int((uint32(r+2) - 1) >> 31) // 1 iff r == -2
+		}
+	}
+	return first
+}
+
+// hjIntPairs is hjPairs for an integer key table: probe keys keys.
+func hjIntPairs[T int32 | int64](h *HashTable, keys []T) (ps, bs []int32) {
+	first := hjIntFirst(h, keys)
+	if h.unique {
+		// At most one match per row: write every row, keep the matches.
+		ps, bs = make([]int32, len(keys)), first
+		j := 0
+		for i, r := range first {
+			ps[j], bs[j] = int32(i), r
+			j += int(uint32(^r) >> 31)
+		}
+		return ps[:j:j], bs[:j:j]
+	}
+	next := h.next
+	ps = make([]int32, 0, len(keys))
+	bs = make([]int32, 0, len(keys))
+	for i, r := range first {
+		for ; r >= 0; r = next[r] {
+			ps = append(ps, int32(i))
+			bs = append(bs, r)
+		}
+	}
+	return ps, bs
+}
+
+// hjIntSelect returns the probe rows with a match (want) or without one
+// (!want), for an integer key table.
+func hjIntSelect[T int32 | int64](h *HashTable, keys []T, want bool) []int32 {
+	out := hjIntFirst(h, keys)
+	miss := int32(0)
+	if want {
+		miss = 1
+	}
+	// Row i is kept when the sign bit of its first row differs from miss.
+	k := 0
+	for i, r := range out {
+		out[k] = int32(i)
+		k += int(uint32(r)>>31 ^ uint32(miss))
+	}
+	return out[:k:k]
 }
