@@ -1,24 +1,30 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"gostachio/dataset"
 	"gostachio/sim"
 	"gostachio/tpch"
+	"gostachio/traces"
 )
 
 func init() { commands = append(commands, newSimCmd) }
 
 func newSimCmd(g *globals) *cobra.Command {
 	var o sim.SimOptions
-	var data string
+	var data, replay string
 	cmd := &cobra.Command{
 		Use:   "sim --profile P --sf F --query Q --policy P",
 		Short: "Simulate a TPC-H query on a cluster of a hardware profile under a policy",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.JSON = g.json
+			if replay != "" {
+				return runReplay(c, o, replay, data)
+			}
 			if data != "" {
 				ds, err := dataset.Open(data)
 				if err != nil {
@@ -41,5 +47,35 @@ func newSimCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.Trace, "trace", "", "write a Perfetto/Chrome JSON trace to this file")
 	f.Float64Var(&o.Jitter, "jitter", 0, "vary every latency by ±this fraction (seeded)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the jitter")
+	f.StringVar(&replay, "replay", "", "re-simulate this engine trace with its real per-unit output sizes (--policy: what-if; default the recorded one)")
 	return cmd
+}
+
+// runReplay is `sim --replay TRACE`: the dataset is --data or the one the
+// trace's title names; --policy defaults to the recorded one.
+func runReplay(c *cobra.Command, o sim.SimOptions, path, data string) error {
+	evs, meta, err := traces.Load(path)
+	if err != nil {
+		return err
+	}
+	_, _, dir, err := sim.TraceRun(evs, meta)
+	if err != nil {
+		return err
+	}
+	if data == "" {
+		data = dir
+	}
+	if data == "" {
+		return fmt.Errorf("sim: replay: the trace names no dataset; give --data DIR")
+	}
+	ds, err := dataset.Open(data)
+	if err != nil {
+		return err
+	}
+	ro := sim.ReplayOptions{Events: evs, Meta: meta, Profile: o.Profile, Tables: tpch.PlanStats(ds),
+		SF: ds.Manifest.ScaleFactor, Set: o.Set, JSON: o.JSON}
+	if c.Flags().Changed("policy") {
+		ro.Policy = o.Policy
+	}
+	return sim.RunReplay(c.Context(), ro, c.OutOrStdout())
 }

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"gostachio/calibrate"
+)
+
+func init() { commands = append(commands, newCalibrateCmd) }
+
+func newCalibrateCmd(g *globals) *cobra.Command {
+	var o calibrate.Options
+	cmd := &cobra.Command{
+		Use:   "calibrate --micro --data DIR --out PROFILE | --from-samples FILE --out PROFILE | --traces DIR --out PROFILE",
+		Short: "Fit a simulator profile to this machine from micro-benchmarks (or samples, or engine traces)",
+		Long: `calibrate fits the simulator's cost model to this machine and writes a profile.
+
+--micro runs micro-benchmarks (storage reads over sizes and queue depths with
+the engine's O_DIRECT reader on DIR's lineitem file; the CPU h2d decode; task
+dispatch; every kernel over sizes and selectivities: the TPC-H plans'
+filters, projections, aggregates and shuffles on DIR's tables, hash builds,
+probes and sorts) and saves them as PROFILE.samples.csv. --from-samples
+refits such a file: the same samples (and --date) give a byte-identical
+profile. --traces fits from recorded engine traces instead (coarser). It
+prints each component's parameters and fit quality (R², MAPE).`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if o.Date == "" {
+				o.Date = time.Now().UTC().Format("2006-01-02")
+			}
+			return calibrate.Calibrate(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.Micro, "micro", false, "run the micro-benchmarks on this machine")
+	f.StringVar(&o.FromSamples, "from-samples", "", "refit a samples CSV (PROFILE.samples.csv of an earlier run)")
+	f.StringVar(&o.Traces, "traces", "", "fit from the engine traces in this folder")
+	f.StringVar(&o.Data, "data", "out/data/sf1", "dataset for --micro (reads: its lineitem file; kernels: its tables)")
+	f.StringVar(&o.Out, "out", "", "profile to write (YAML)")
+	f.StringVar(&o.Name, "name", "devbox-calibrated", "the profile's name")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the storage benchmark's order")
+	f.IntVar(&o.Reps, "reps", 3, "repetitions per kernel point (median)")
+	f.BoolVar(&o.Quick, "quick", false, "few, small points (seconds; for tests)")
+	f.StringVar(&o.Date, "date", "", "date recorded in the provenance (default: today, UTC)")
+	_ = cmd.MarkFlagRequired("out")
+	return cmd
+}

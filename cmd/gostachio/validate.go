@@ -1,0 +1,74 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"gostachio/calibrate"
+)
+
+func init() { commands = append(commands, newValidateCmd) }
+
+func newValidateCmd(g *globals) *cobra.Command {
+	var o calibrate.ValidateOptions
+	var policies, set, sets string
+	cmd := &cobra.Command{
+		Use:   "validate --profile P --data DIR --queries all --policies serial,overlap [--sets \"chunk=16MiB;chunk=64MiB\"]",
+		Short: "Run queries on the engine and in the simulator and report the simulator's prediction error",
+		Long: `validate runs every query x policy x knob set on the CPU engine (cold, O_DIRECT;
+--rounds times in a seeded random order, median) and in the simulator with the
+profile on the dataset's manifest statistics, and prints per case the measured
+and simulated seconds and the error, then the median, P90 and max |error| and,
+per query, Kendall's tau between the engine's and the simulator's ordering of
+its cases. With --out it appends engine and sim rows to OUT/results.csv and
+draws OUT/sim-vs-engine.{png,svg}.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			for _, p := range strings.Split(policies, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					o.Policies = append(o.Policies, p)
+				}
+			}
+			switch {
+			case set != "" && sets != "":
+				return fmt.Errorf("validate: give --set or --sets, not both")
+			case sets != "":
+				o.Sets = strings.Split(sets, ";")
+			default:
+				o.Sets = []string{set}
+			}
+			o.Log = c.ErrOrStderr()
+			rep, err := calibrate.Validate(c.Context(), o)
+			if rep == nil {
+				return err
+			}
+			if g.json {
+				enc := json.NewEncoder(c.OutOrStdout())
+				enc.SetIndent("", "  ")
+				if jerr := enc.Encode(rep); err == nil {
+					err = jerr
+				}
+				return err
+			}
+			if werr := rep.WriteText(c.OutOrStdout()); err == nil {
+				err = werr
+			}
+			return err
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Profile, "profile", "sim/profiles/devbox-calibrated.yaml", "profile to predict with (name or .yaml path)")
+	f.StringVar(&o.Data, "data", "", "dataset both backends run on")
+	f.StringVar(&o.Queries, "queries", "all", "q1..q22, a comma-separated list, or all")
+	f.StringVar(&policies, "policies", "serial,overlap", "comma-separated policies")
+	f.StringVar(&set, "set", "", "one knob set for every policy, e.g. chunk=16MiB")
+	f.StringVar(&sets, "sets", "", "several knob sets separated by ';', e.g. \"chunk=16MiB;chunk=64MiB\"")
+	f.IntVar(&o.Rounds, "rounds", 1, "engine runs per case (median)")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the engine runs' order")
+	f.StringVar(&o.Out, "out", "", "folder for results.csv and the sim-vs-engine figure")
+	_ = cmd.MarkFlagRequired("data")
+	return cmd
+}

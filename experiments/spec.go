@@ -1,0 +1,778 @@
+package experiments
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"gostachio/scheduler"
+	"gostachio/sim"
+	"gostachio/tpch/queries"
+)
+
+// Spec is a parsed experiment specification (see ParseSpec for the file
+// format). A Spec is read-only once parsed.
+type Spec struct {
+	// Name names the experiment (default: the file's base name).
+	Name string
+	// Path is the file the spec was read from; Hash the first 12 hex
+	// digits of the SHA-256 of its bytes (every Result records it).
+	Path, Hash string
+	// Backend is "sim" or "engine".
+	Backend string
+	// Dataset is a dataset folder (required for engine; for sim it sizes
+	// the workload from its manifest instead of SF). Relative paths are
+	// relative to the working directory, as on the command line.
+	Dataset string
+	// SF are the simulated scale factors (sim without Dataset; several
+	// values form the axis "sf").
+	SF []float64
+	// Profile is a hardware profile name or .yaml path: the simulated one
+	// (sim) or the one engine runs are compared with.
+	Profile string
+	// Nodes are the cluster sizes (several values form the axis "nodes").
+	Nodes []int
+	// Queries are TPC-H query names.
+	Queries []string
+	// Policies are the alternatives compared, in file order.
+	Policies []PolicySpec
+	// Sweep are the knob axes of the sweep, in file order ("nodes" and
+	// "sf" given under sweep are moved to Nodes and SF).
+	Sweep []Axis
+	// Reps is the number of measured repetitions of every configuration,
+	// Warmup the unrecorded runs of every configuration before the first
+	// measured one.
+	Reps, Warmup int
+	// Seed seeds the run order and the simulator's jitter.
+	Seed uint64
+	// Jitter (sim only) varies every simulated latency by ±Jitter
+	// (fraction), so that repetitions differ; 0: deterministic.
+	Jitter float64
+
+	// axes lists the axis names in key order: Sweep's, then "nodes" and
+	// "sf" when they have several values.
+	axes []string
+}
+
+// PolicySpec is one alternative of an experiment: a registered policy with
+// knob overrides, under a label.
+type PolicySpec struct {
+	// Name labels the alternative in results (Result.Policy) and in
+	// `gostachio ab --a/--b` (default: Policy).
+	Name string `json:"name"`
+	// Policy is a registered scheduler policy; Set its knob overrides
+	// ("dynbuf=off,msg=0").
+	Policy string `json:"policy"`
+	Set    string `json:"set,omitempty"`
+}
+
+// Axis is one knob axis of a sweep: the knob's name and its values as
+// --set accepts them.
+type Axis struct {
+	Name   string
+	Values []string
+}
+
+// Run is one run of an experiment. Runs with equal Config are repetitions
+// of one another.
+type Run struct {
+	// Key identifies the run within its spec, readably:
+	// "q6|overlap|chunk=8MiB|nodes=4|rep=2" (query, policy label, the
+	// sweep point, repetition). Config is Key without the repetition.
+	Key, Config string
+	// Spec is the spec's Hash.
+	Spec string
+	// Query, Label (PolicySpec.Name), Policy (registered name).
+	Query, Label, Policy string
+	// PolicySet is the policy entry's own knob overrides (what
+	// Result.Set records); Set those the run uses: PolicySet with the
+	// sweep point's knob values replacing or extending them.
+	PolicySet, Set string
+	// Sweep is the sweep point as "axis=value,..." ("" without axes).
+	Sweep string
+	Nodes int
+	// SF is the simulated scale factor; 0 when a dataset sizes the run.
+	SF float64
+	// Rep numbers the repetitions from 0.
+	Rep int
+}
+
+// labelOK reports whether s may appear in a run key and a sweep string.
+func labelOK(s string) bool {
+	if s == "" {
+		return false
+	}
+	for _, c := range s {
+		ok := c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("._+-", c)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// specParser reports errors as "PATH line N: ...".
+type specParser struct{ path string }
+
+func (p specParser) errf(n *yaml.Node, format string, args ...any) error {
+	return fmt.Errorf("%s line %d: %s", p.path, n.Line, fmt.Sprintf(format, args...))
+}
+
+func (p specParser) str(n *yaml.Node, key string) (string, error) {
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" {
+		return "", p.errf(n, "%s must be a string", key)
+	}
+	return strings.TrimSpace(n.Value), nil
+}
+
+func (p specParser) integer(n *yaml.Node, key string) (int, error) {
+	if n.Kind != yaml.ScalarNode {
+		return 0, p.errf(n, "%s must be an integer", key)
+	}
+	v, err := strconv.Atoi(strings.TrimSpace(n.Value))
+	if err != nil {
+		return 0, p.errf(n, "%s: %q is not an integer", key, n.Value)
+	}
+	return v, nil
+}
+
+func (p specParser) float(n *yaml.Node, key string) (float64, error) {
+	if n.Kind != yaml.ScalarNode {
+		return 0, p.errf(n, "%s must be a number", key)
+	}
+	v, err := strconv.ParseFloat(strings.TrimSpace(n.Value), 64)
+	if err != nil {
+		return 0, p.errf(n, "%s: %q is not a number", key, n.Value)
+	}
+	return v, nil
+}
+
+// list returns the items of a sequence, or the node itself for a scalar
+// (a one-value list).
+func (p specParser) list(n *yaml.Node, key string) ([]*yaml.Node, error) {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		if len(n.Content) == 0 {
+			return nil, p.errf(n, "%s: empty list", key)
+		}
+		return n.Content, nil
+	case yaml.ScalarNode:
+		return []*yaml.Node{n}, nil
+	}
+	return nil, p.errf(n, "%s must be a value or a list of values", key)
+}
+
+// pairs returns the key/value pairs of a mapping, rejecting duplicate keys.
+func (p specParser) pairs(n *yaml.Node, what string) ([][2]*yaml.Node, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, p.errf(n, "%s must be a mapping of key: value", what)
+	}
+	seen := map[string]bool{}
+	var out [][2]*yaml.Node
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return nil, p.errf(k, "%s: keys must be names", what)
+		}
+		if seen[k.Value] {
+			return nil, p.errf(k, "key %q given twice", k.Value)
+		}
+		seen[k.Value] = true
+		out = append(out, [2]*yaml.Node{k, v})
+	}
+	return out, nil
+}
+
+// ParseSpec reads and checks an experiment spec, a YAML mapping with the
+// keys (all but backend, queries, policies and reps optional):
+//
+//	name: paper-speedup          # default: the file's base name
+//	backend: sim                 # sim | engine
+//	sf: 1000                     # sim only; a list makes the axis "sf"
+//	dataset: out/data/sf0.01     # instead of sf (required for engine)
+//	profile: dgx-a100            # default dgx-a100 (sim), devbox (engine)
+//	nodes: [1, 2, 4]             # default 1; a list makes the axis "nodes"
+//	queries: all                 # or a list: [q1, q6]
+//	policies:                    # the alternatives, each a label...
+//	  - serial                   # ...a bare policy name, or
+//	  - name: no-dynbuf          # a label, a registered policy and knobs
+//	    policy: overlap
+//	    set: dynbuf=off          # or a mapping {dynbuf: off}
+//	sweep:                       # cartesian product of the axes
+//	  chunk: [8MiB, 64MiB]       # a knob (applied on top of each policy's
+//	  depth: [1, 4]              # set) or nodes or sf
+//	reps: 5                      # measured repetitions (> 0)
+//	warmup: 1                    # unrecorded runs per configuration
+//	seed: 1                      # run order and jitter (default 1)
+//	jitter: 0.05                 # sim only: latencies vary by ±5%
+//
+// Unknown keys and bad values are errors naming the file and line
+// ("spec.yaml line 7: unknown key \"polcy\""); every policy is built
+// (scheduler.NewPolicy) with every knob value of the sweep to check it.
+func ParseSpec(path string) (*Spec, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("experiments: spec: %w", err)
+	}
+	return parseSpec(path, data)
+}
+
+func parseSpec(path string, data []byte) (*Spec, error) {
+	p := specParser{path: path}
+	sum := sha256.Sum256(data)
+	s := &Spec{Path: path, Hash: hex.EncodeToString(sum[:])[:12], Seed: 1}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
+		return nil, fmt.Errorf("%s: empty spec", path)
+	}
+	root := doc.Content[0]
+	top, err := p.pairs(root, "the spec")
+	if err != nil {
+		return nil, err
+	}
+	var (
+		nodesAt, sfAt, queriesAt, policiesAt, backendAt, datasetAt, jitterAt *yaml.Node
+		sweep                                                                *yaml.Node
+		haveReps                                                             bool
+	)
+	for _, kv := range top {
+		k, v := kv[0], kv[1]
+		switch k.Value {
+		case "name":
+			if s.Name, err = p.str(v, "name"); err == nil && !labelOK(s.Name) {
+				err = p.errf(v, "name %q: use letters, digits and ._+- only", s.Name)
+			}
+		case "backend":
+			backendAt = v
+			if s.Backend, err = p.str(v, "backend"); err == nil && s.Backend != "sim" && s.Backend != "engine" {
+				err = p.errf(v, "unknown backend %q (want sim or engine)", s.Backend)
+			}
+		case "dataset":
+			datasetAt = v
+			if s.Dataset, err = p.str(v, "dataset"); err == nil && s.Dataset == "" {
+				err = p.errf(v, "dataset: empty folder name")
+			}
+		case "sf":
+			sfAt = v
+		case "profile":
+			if s.Profile, err = p.str(v, "profile"); err == nil {
+				if _, perr := sim.LoadProfile(s.Profile); perr != nil {
+					err = p.errf(v, "%v", perr)
+				}
+			}
+		case "nodes":
+			nodesAt = v
+		case "queries":
+			queriesAt = v
+		case "policies":
+			policiesAt = v
+		case "sweep":
+			sweep = v
+		case "reps":
+			haveReps = true
+			if s.Reps, err = p.integer(v, "reps"); err == nil && s.Reps < 1 {
+				err = p.errf(v, "reps %d must be at least 1", s.Reps)
+			}
+		case "warmup":
+			if s.Warmup, err = p.integer(v, "warmup"); err == nil && s.Warmup < 0 {
+				err = p.errf(v, "warmup %d is negative", s.Warmup)
+			}
+		case "seed":
+			var seed uint64
+			if v.Kind != yaml.ScalarNode {
+				err = p.errf(v, "seed must be a non-negative integer")
+			} else if seed, err = strconv.ParseUint(strings.TrimSpace(v.Value), 10, 64); err != nil {
+				err = p.errf(v, "seed: %q is not a non-negative integer", v.Value)
+			}
+			s.Seed = seed
+		case "jitter":
+			jitterAt = v
+			if s.Jitter, err = p.float(v, "jitter"); err == nil && !(s.Jitter >= 0 && s.Jitter < 1) {
+				err = p.errf(v, "jitter %v must be in [0, 1)", s.Jitter)
+			}
+		default:
+			err = p.errf(k, "unknown key %q (known: name, backend, dataset, sf, profile, nodes, queries, policies, sweep, reps, warmup, seed, jitter)", k.Value)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if s.Name == "" {
+		s.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+	}
+	missing := func(key string) error { return fmt.Errorf("%s line %d: missing key %q", path, root.Line, key) }
+	switch {
+	case backendAt == nil:
+		return nil, missing("backend")
+	case queriesAt == nil:
+		return nil, missing("queries")
+	case policiesAt == nil:
+		return nil, missing("policies")
+	case !haveReps:
+		return nil, missing("reps")
+	}
+	if s.Profile == "" {
+		s.Profile = "dgx-a100"
+		if s.Backend == "engine" {
+			s.Profile = "devbox"
+		}
+	}
+
+	// Axes given under sweep: knobs, or nodes / sf.
+	if sweep != nil {
+		pairs, err := p.pairs(sweep, "sweep")
+		if err != nil {
+			return nil, err
+		}
+		for _, kv := range pairs {
+			k, v := kv[0], kv[1]
+			switch name := k.Value; name {
+			case "nodes":
+				if nodesAt != nil {
+					return nil, p.errf(k, "nodes given twice (line %d and under sweep)", nodesAt.Line)
+				}
+				nodesAt = v
+				s.axes = append(s.axes, "nodes")
+			case "sf":
+				if sfAt != nil {
+					return nil, p.errf(k, "sf given twice (line %d and under sweep)", sfAt.Line)
+				}
+				sfAt = v
+				s.axes = append(s.axes, "sf")
+			default:
+				if !isKnob(name) {
+					return nil, p.errf(k, "sweep: unknown axis %q (a knob: %s; or nodes, sf)", name, knobList())
+				}
+				items, err := p.list(v, "sweep "+name)
+				if err != nil {
+					return nil, err
+				}
+				ax := Axis{Name: name}
+				for _, it := range items {
+					val, err := p.str(it, "sweep "+name)
+					if err != nil {
+						return nil, err
+					}
+					if !labelOK(val) {
+						return nil, p.errf(it, "sweep %s: value %q: use letters, digits and ._+- only", name, val)
+					}
+					if slices.Contains(ax.Values, val) {
+						return nil, p.errf(it, "sweep %s: value %q given twice", name, val)
+					}
+					var cfg scheduler.Config
+					if err := cfg.Set(name, val); err != nil {
+						return nil, p.errf(it, "%v", err)
+					}
+					ax.Values = append(ax.Values, val)
+				}
+				s.Sweep = append(s.Sweep, ax)
+				s.axes = append(s.axes, name)
+			}
+		}
+	}
+
+	// Cluster sizes.
+	if nodesAt != nil {
+		items, err := p.list(nodesAt, "nodes")
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			n, err := p.integer(it, "nodes")
+			if err != nil {
+				return nil, err
+			}
+			if n < 1 {
+				return nil, p.errf(it, "nodes %d must be at least 1", n)
+			}
+			if slices.Contains(s.Nodes, n) {
+				return nil, p.errf(it, "nodes %d given twice", n)
+			}
+			s.Nodes = append(s.Nodes, n)
+		}
+	} else {
+		s.Nodes = []int{1}
+	}
+	if len(s.Nodes) > 1 && !slices.Contains(s.axes, "nodes") {
+		s.axes = append(s.axes, "nodes")
+	}
+
+	// Size of the workload.
+	if sfAt != nil {
+		if s.Backend == "engine" {
+			return nil, p.errf(sfAt, "sf is for the sim backend; the engine runs on the dataset's scale factor")
+		}
+		if s.Dataset != "" {
+			return nil, p.errf(sfAt, "give either sf or dataset, not both")
+		}
+		items, err := p.list(sfAt, "sf")
+		if err != nil {
+			return nil, err
+		}
+		for _, it := range items {
+			f, err := p.float(it, "sf")
+			if err != nil {
+				return nil, err
+			}
+			if !(f > 0) || f > 1e6 {
+				return nil, p.errf(it, "sf %v must be a positive number (at most 1e6)", f)
+			}
+			if slices.Contains(s.SF, f) {
+				return nil, p.errf(it, "sf %v given twice", f)
+			}
+			s.SF = append(s.SF, f)
+		}
+		if len(s.SF) > 1 && !slices.Contains(s.axes, "sf") {
+			s.axes = append(s.axes, "sf")
+		}
+	}
+	switch s.Backend {
+	case "engine":
+		if s.Dataset == "" {
+			return nil, fmt.Errorf("%s line %d: the engine backend needs a dataset folder (key \"dataset\")", path, backendAt.Line)
+		}
+		if len(s.Nodes) != 1 || s.Nodes[0] != 1 {
+			return nil, p.errf(nodesAt, "the engine backend runs on one node (nodes: 1)")
+		}
+		if jitterAt != nil {
+			return nil, p.errf(jitterAt, "jitter is for the sim backend (the engine varies by itself)")
+		}
+	case "sim":
+		if s.Dataset == "" && len(s.SF) == 0 {
+			return nil, fmt.Errorf("%s line %d: the sim backend needs sf (a scale factor) or a dataset folder", path, backendAt.Line)
+		}
+	}
+	if datasetAt != nil && s.Dataset != "" && len(s.SF) > 0 {
+		return nil, p.errf(datasetAt, "give either sf or dataset, not both")
+	}
+
+	// Queries.
+	if queriesAt.Kind == yaml.ScalarNode && strings.TrimSpace(queriesAt.Value) == "all" {
+		s.Queries = queries.Names()
+	} else {
+		items, err := p.list(queriesAt, "queries")
+		if err != nil {
+			return nil, err
+		}
+		known := queries.Names()
+		for _, it := range items {
+			q, err := p.str(it, "queries")
+			if err != nil {
+				return nil, err
+			}
+			if !slices.Contains(known, q) {
+				return nil, p.errf(it, "unknown query %q (have q1..q22, or all)", q)
+			}
+			if slices.Contains(s.Queries, q) {
+				return nil, p.errf(it, "query %q given twice", q)
+			}
+			s.Queries = append(s.Queries, q)
+		}
+	}
+
+	// Policies.
+	if policiesAt.Kind != yaml.SequenceNode || len(policiesAt.Content) == 0 {
+		return nil, p.errf(policiesAt, "policies must be a list of policies")
+	}
+	for _, it := range policiesAt.Content {
+		ps, err := p.policy(it)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(s.Policies, func(o PolicySpec) bool { return o.Name == ps.Name }) {
+			return nil, p.errf(it, "policy label %q given twice (give each alternative its own name)", ps.Name)
+		}
+		// Build the policy with every knob value of the sweep.
+		if _, err := scheduler.NewPolicy(ps.Policy, ps.Set); err != nil {
+			return nil, p.errf(it, "%v", err)
+		}
+		for _, ax := range s.Sweep {
+			for _, v := range ax.Values {
+				if _, err := scheduler.NewPolicy(ps.Policy, mergeSet(ps.Set, [][2]string{{ax.Name, v}})); err != nil {
+					return nil, p.errf(it, "with sweep %s=%s: %v", ax.Name, v, err)
+				}
+			}
+		}
+		s.Policies = append(s.Policies, ps)
+	}
+	return s, nil
+}
+
+// policy parses one entry of policies: a bare policy name or a mapping
+// {name, policy, set}.
+func (p specParser) policy(n *yaml.Node) (PolicySpec, error) {
+	var ps PolicySpec
+	if n.Kind == yaml.ScalarNode {
+		name, err := p.str(n, "policy")
+		if err != nil {
+			return ps, err
+		}
+		ps = PolicySpec{Name: name, Policy: name}
+	} else {
+		pairs, err := p.pairs(n, "a policy")
+		if err != nil {
+			return ps, err
+		}
+		for _, kv := range pairs {
+			k, v := kv[0], kv[1]
+			switch k.Value {
+			case "name":
+				ps.Name, err = p.str(v, "name")
+			case "policy":
+				ps.Policy, err = p.str(v, "policy")
+			case "set":
+				ps.Set, err = p.knobSet(v)
+			default:
+				err = p.errf(k, "unknown key %q in a policy (known: name, policy, set)", k.Value)
+			}
+			if err != nil {
+				return ps, err
+			}
+		}
+		if ps.Policy == "" {
+			return ps, p.errf(n, "policy entry without \"policy\" (a registered policy name)")
+		}
+		if ps.Name == "" {
+			ps.Name = ps.Policy
+		}
+	}
+	if !labelOK(ps.Name) {
+		return ps, p.errf(n, "policy label %q: use letters, digits and ._+- only", ps.Name)
+	}
+	if _, err := scheduler.NewPolicy(ps.Policy, ""); err != nil {
+		return ps, p.errf(n, "%v", err)
+	}
+	return ps, nil
+}
+
+// knobSet reads a set: a --set string or a mapping of knob: value.
+func (p specParser) knobSet(n *yaml.Node) (string, error) {
+	if n.Kind == yaml.ScalarNode {
+		return p.str(n, "set")
+	}
+	pairs, err := p.pairs(n, "set")
+	if err != nil {
+		return "", err
+	}
+	items := make([]string, 0, len(pairs))
+	for _, kv := range pairs {
+		v, err := p.str(kv[1], "knob "+kv[0].Value)
+		if err != nil {
+			return "", err
+		}
+		if !isKnob(kv[0].Value) {
+			return "", p.errf(kv[0], "unknown knob %q (known: %s)", kv[0].Value, knobList())
+		}
+		items = append(items, kv[0].Value+"="+v)
+	}
+	return strings.Join(items, ","), nil
+}
+
+func isKnob(name string) bool {
+	return slices.ContainsFunc(scheduler.Knobs(), func(k scheduler.KnobInfo) bool { return k.Name == name })
+}
+
+func knobList() string {
+	var names []string
+	for _, k := range scheduler.Knobs() {
+		names = append(names, k.Name)
+	}
+	return strings.Join(names, ", ")
+}
+
+// mergeSet returns set with each knob of over replacing the item of the
+// same knob in place, or appended when set has none.
+func mergeSet(set string, over [][2]string) string {
+	var items []string
+	for _, it := range strings.Split(set, ",") {
+		if it = strings.TrimSpace(it); it != "" {
+			items = append(items, it)
+		}
+	}
+	for _, kv := range over {
+		found := false
+		for i, it := range items {
+			if k, _, _ := strings.Cut(it, "="); strings.TrimSpace(k) == kv[0] {
+				items[i], found = kv[0]+"="+kv[1], true
+			}
+		}
+		if !found {
+			items = append(items, kv[0]+"="+kv[1])
+		}
+	}
+	return strings.Join(items, ",")
+}
+
+// Axes returns the names of the spec's axes in key order: the sweep's
+// (file order), then "nodes" and "sf" when given as lists of several
+// values outside sweep.
+func (s *Spec) Axes() []string { return slices.Clone(s.axes) }
+
+// point is one sweep point: a value per axis.
+type point struct {
+	vals  [][2]string // axis, value in key order
+	nodes int
+	sf    float64
+	knobs [][2]string
+}
+
+func (s *Spec) points() []point {
+	pts := []point{{}}
+	for _, ax := range s.axes {
+		var vals []string
+		switch ax {
+		case "nodes":
+			for _, n := range s.Nodes {
+				vals = append(vals, strconv.Itoa(n))
+			}
+		case "sf":
+			for _, f := range s.SF {
+				vals = append(vals, strconv.FormatFloat(f, 'g', -1, 64))
+			}
+		default:
+			for _, a := range s.Sweep {
+				if a.Name == ax {
+					vals = a.Values
+				}
+			}
+		}
+		var next []point
+		for _, pt := range pts {
+			for _, v := range vals {
+				q := point{vals: append(slices.Clone(pt.vals), [2]string{ax, v})}
+				next = append(next, q)
+			}
+		}
+		pts = next
+	}
+	for i := range pts {
+		pt := &pts[i]
+		pt.nodes = s.Nodes[0]
+		if len(s.SF) > 0 {
+			pt.sf = s.SF[0]
+		}
+		for _, kv := range pt.vals {
+			switch kv[0] {
+			case "nodes":
+				pt.nodes, _ = strconv.Atoi(kv[1])
+			case "sf":
+				pt.sf, _ = strconv.ParseFloat(kv[1], 64)
+			default:
+				pt.knobs = append(pt.knobs, kv)
+			}
+		}
+	}
+	return pts
+}
+
+// Configs returns one Run per configuration (query × policy × sweep
+// point), all with Rep 0, in canonical order: queries, then policies,
+// then sweep points (axes varying last to first), as the file lists them.
+func (s *Spec) Configs() []Run {
+	pts := s.points()
+	var out []Run
+	for _, q := range s.Queries {
+		for _, ps := range s.Policies {
+			for _, pt := range pts {
+				items := make([]string, len(pt.vals))
+				for i, kv := range pt.vals {
+					items[i] = kv[0] + "=" + kv[1]
+				}
+				sweep := strings.Join(items, ",")
+				cfg := q + "|" + ps.Name
+				if sweep != "" {
+					cfg += "|" + strings.Join(items, "|")
+				}
+				out = append(out, Run{Config: cfg, Key: cfg + "|rep=0", Spec: s.Hash, Query: q, Label: ps.Name,
+					Policy: ps.Policy, PolicySet: ps.Set, Set: mergeSet(ps.Set, pt.knobs), Sweep: sweep, Nodes: pt.nodes, SF: pt.sf})
+			}
+		}
+	}
+	return out
+}
+
+// Runs expands the spec: every configuration (Configs) for each of the
+// Reps repetitions, repetition-major; len = Reps × queries × policies ×
+// sweep points. Keys are stable: the same file gives the same keys.
+func (s *Spec) Runs() []Run {
+	cfgs := s.Configs()
+	out := make([]Run, 0, s.Reps*len(cfgs))
+	for rep := 0; rep < s.Reps; rep++ {
+		for _, c := range cfgs {
+			c.Rep = rep
+			c.Key = c.Config + "|rep=" + strconv.Itoa(rep)
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// Order returns Runs in the order they execute: for each repetition, a
+// permutation of all configurations drawn from Seed and the repetition
+// (alternatives are interleaved, so that drift of the machine over time
+// spreads over all of them instead of favoring the ones run first). The
+// permutation is a Fisher-Yates shuffle over a PCG stream implemented
+// here, so the order (and hence sharding) does not change with the Go
+// version.
+func (s *Spec) Order() []Run {
+	runs := s.Runs()
+	n := len(runs) / max(s.Reps, 1)
+	for rep := 0; rep < s.Reps; rep++ {
+		block := runs[rep*n : (rep+1)*n]
+		rng := newPCG(s.Seed, uint64(rep))
+		for i := len(block) - 1; i > 0; i-- {
+			j := int(rng.next() % uint64(i+1))
+			block[i], block[j] = block[j], block[i]
+		}
+	}
+	return runs
+}
+
+// Shard returns the runs of runs whose index i satisfies i % n == shard
+// (0 <= shard < n): n shards partition runs, each run in exactly one.
+func Shard(runs []Run, shard, n int) []Run {
+	if n <= 1 {
+		return runs
+	}
+	var out []Run
+	for i, r := range runs {
+		if i%n == shard {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// pcg is PCG-XSH-RR 64/32 pairs giving 64-bit outputs: a small generator
+// fixed here so that orders never depend on the standard library's.
+type pcg struct{ state, inc uint64 }
+
+func newPCG(seed, stream uint64) *pcg {
+	p := &pcg{inc: stream<<1 | 1}
+	p.step()
+	p.state += seed
+	p.step()
+	return p
+}
+
+func (p *pcg) step() { p.state = p.state*6364136223846793005 + p.inc }
+
+func (p *pcg) next32() uint32 {
+	old := p.state
+	p.step()
+	x := uint32(((old >> 18) ^ old) >> 27)
+	r := uint32(old >> 59)
+	return x>>r | x<<((-r)&31)
+}
+
+func (p *pcg) next() uint64 { return uint64(p.next32())<<32 | uint64(p.next32()) }
