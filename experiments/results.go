@@ -183,6 +183,10 @@ func AppendResult(dir string, r Result) error {
 		err = cerr
 	}
 	if err == nil {
+		// CreateTemp made it private; results are an ordinary output file.
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
 		err = os.Rename(tmp.Name(), path)
 	}
 	if err != nil {

@@ -75,8 +75,15 @@ func (b *Bar) Add(n int64) {
 	}
 	if t := b.now(); t.Sub(b.lastOut) >= 5*time.Second {
 		b.lastOut = t
-		fmt.Fprintf(b.w, "%s: %d/%d %s (%.0f%%, %s elapsed)\n", b.desc, b.done, b.total, b.unit,
-			100*float64(b.done)/float64(max(b.total, 1)), t.Sub(b.started).Round(time.Second))
+		elapsed := t.Sub(b.started)
+		eta := "ETA unknown"
+		if b.done > 0 && b.total > b.done {
+			// Linear extrapolation of the rate so far.
+			left := time.Duration(float64(elapsed) * float64(b.total-b.done) / float64(b.done))
+			eta = "ETA " + left.Round(time.Second).String()
+		}
+		fmt.Fprintf(b.w, "%s: %d/%d %s (%.0f%%, %s elapsed, %s)\n", b.desc, b.done, b.total, b.unit,
+			100*float64(b.done)/float64(max(b.total, 1)), elapsed.Round(time.Second), eta)
 	}
 }
 
