@@ -365,7 +365,7 @@ func TestRunSpecSweep(t *testing.T) {
 		if r.Set != "depth=2" || r.Policy != "ov" || nodes != strconv.Itoa(r.Nodes) {
 			t.Errorf("result %+v", r)
 		}
-		rep, err := simulate(context.Background(), sim.SimOptions{Profile: "dgx-a100", Nodes: r.Nodes, SF: 2, Query: "q6",
+		rep, err := sim.RunReport(context.Background(), sim.SimOptions{Profile: "dgx-a100", Nodes: r.Nodes, SF: 2, Query: "q6",
 			Policy: "overlap", Set: "depth=2,chunk=" + chunk})
 		if err != nil {
 			t.Fatal(err)

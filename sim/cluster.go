@@ -104,6 +104,9 @@ type Cluster struct {
 	qhead     int
 	calls     int
 	links     []LinkID // scratch
+	// outputs, if set, gives kernels' and merges' real output sizes
+	// (trace replay); otherwise completions report the estimates.
+	outputs func(t *scheduler.Task) (bytes, rows int64, ok bool)
 }
 
 // rec is the payload of one flow: the task it executes and, for a send
@@ -173,6 +176,13 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// SetOutputs makes completed kernels and merges report fn's output sizes
+// instead of Task.EstBytes / EstRows where fn answers ok (trace replay:
+// real per-unit sizes). Call before the run starts.
+func (c *Cluster) SetOutputs(fn func(t *scheduler.Task) (bytes, rows int64, ok bool)) {
+	c.outputs = fn
 }
 
 // SetJitter makes every latency vary uniformly by ±frac, from seed (see
@@ -375,6 +385,11 @@ func (c *Cluster) Next(ctx context.Context) (scheduler.Completion, error) {
 	switch t.Kind {
 	case scheduler.TaskKernel, scheduler.TaskMerge:
 		comp.OutBytes, comp.OutRows = t.EstBytes, t.EstRows
+		if c.outputs != nil {
+			if b, r, ok := c.outputs(t); ok {
+				comp.OutBytes, comp.OutRows = b, r
+			}
+		}
 	case scheduler.TaskSend:
 		delete(c.sendFlows, t.Tag)
 		if r.recv != nil {

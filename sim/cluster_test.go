@@ -243,7 +243,7 @@ func TestOverlapBeatsSerial(t *testing.T) {
 
 func TestProfiles(t *testing.T) {
 	names := ProfileNames()
-	if strings.Join(names, ",") != "devbox,dgx-a100,h100-node" {
+	if strings.Join(names, ",") != "devbox,devbox-calibrated,dgx-a100,h100-node" {
 		t.Fatalf("shipped profiles %v", names)
 	}
 	for _, n := range names {

@@ -44,6 +44,10 @@ type Profile struct {
 	// Node.KernelsOnHost), per core.
 	GPU  costmodel.Device `yaml:"gpu"`
 	Host costmodel.Device `yaml:"host"`
+	// Provenance, in calibrated profiles, names the hardware and engine
+	// version the numbers were measured on (LoadProfile warns when they
+	// differ from this machine's).
+	Provenance *costmodel.Provenance `yaml:"provenance,omitempty"`
 }
 
 // NodeSpec is the shape of one node.
@@ -109,8 +113,36 @@ func ProfileNames() []string {
 
 // LoadProfile returns a shipped profile by name ("dgx-a100") or, if
 // nameOrPath contains a path separator or ends in .yaml/.yml, the profile
-// in that file.
+// in that file. A profile whose provenance names other hardware or another
+// engine version than this machine's loads, with a warning on stderr
+// (LoadProfileLog chooses the writer).
 func LoadProfile(nameOrPath string) (*Profile, error) {
+	return LoadProfileLog(nameOrPath, os.Stderr)
+}
+
+// LoadProfileLog is LoadProfile with provenance warnings written to log
+// (nil: none).
+func LoadProfileLog(nameOrPath string, log io.Writer) (*Profile, error) {
+	p, err := loadProfile(nameOrPath)
+	if err == nil && log != nil {
+		WarnProvenance(p, log)
+	}
+	return p, err
+}
+
+// WarnProvenance writes one line to w if p's provenance differs from this
+// machine and engine (costmodel.Provenance.Mismatch); profiles without
+// provenance (the shipped what-if profiles) never warn.
+func WarnProvenance(p *Profile, w io.Writer) {
+	if p.Provenance == nil {
+		return
+	}
+	if d := p.Provenance.Mismatch(costmodel.HostProvenance()); len(d) > 0 {
+		fmt.Fprintf(w, "warning: profile %s was calibrated elsewhere: %s; its predictions may not hold here\n", p.Name, strings.Join(d, ", "))
+	}
+}
+
+func loadProfile(nameOrPath string) (*Profile, error) {
 	if strings.ContainsRune(nameOrPath, os.PathSeparator) || strings.HasSuffix(nameOrPath, ".yaml") || strings.HasSuffix(nameOrPath, ".yml") {
 		data, err := os.ReadFile(nameOrPath)
 		if err != nil {

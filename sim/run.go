@@ -107,6 +107,10 @@ func RunSim(ctx context.Context, opts SimOptions, stdout io.Writer) error {
 	return rep.WriteText(stdout)
 }
 
+// RunReport runs the simulation RunSim describes and returns its report
+// instead of printing it.
+func RunReport(ctx context.Context, opts SimOptions) (*Report, error) { return runSim(ctx, opts) }
+
 func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 	if opts.Nodes == 0 {
 		opts.Nodes = 1

@@ -5,13 +5,13 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"gostachio/experiments"
+	"gostachio/experiments/demo"
 )
 
 func init() { commands = append(commands, newDemoCmd) }
 
 func newDemoCmd(g *globals) *cobra.Command {
-	var o experiments.DemoOptions
+	var o demo.DemoOptions
 	cmd := &cobra.Command{
 		Use:   "demo",
 		Short: "The main job on an embedded default: small dataset, simulated serial vs overlap, a table and a trace",
@@ -19,7 +19,7 @@ func newDemoCmd(g *globals) *cobra.Command {
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.JSON = g.json
 			o.Now = time.Now
-			return experiments.Demo(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
+			return demo.Demo(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()

@@ -1,4 +1,4 @@
-package experiments
+package demo
 
 import (
 	"context"

@@ -1,6 +1,8 @@
-// Package experiments runs experiments: for now the demo that `make demo`
-// runs (spec files, the runner and A/B statistics come with their issue).
-package experiments
+// Package demo is what `make demo` runs: a small dataset, TPC-H queries on
+// the CPU engine and in the simulator under serial and overlap, a table,
+// figures and Perfetto traces. (It sits apart from package experiments
+// because it draws with package plots, which reads experiments' results.)
+package demo
 
 import (
 	"context"
@@ -14,7 +16,9 @@ import (
 
 	"gostachio/dataset"
 	"gostachio/engine"
+	"gostachio/experiments"
 	"gostachio/plan"
+	"gostachio/plots"
 	"gostachio/sim"
 	"gostachio/tpch"
 	"gostachio/traces"
@@ -60,6 +64,26 @@ type DemoReport struct {
 	// EngineTrace is a Perfetto trace of the engine's overlap run of the
 	// last query.
 	EngineTrace string `json:"engine_trace"`
+	// Figures are the PNG files drawn from the rows and traces.
+	Figures []string `json:"figures"`
+}
+
+// demoResults turns the demo's rows into experiment results (one
+// repetition each) for the figures: engine rows, and simulated rows of
+// each profile.
+func demoResults(rep *DemoReport, sf float64) []experiments.Result {
+	var out []experiments.Result
+	for _, r := range rep.Rows {
+		sim := experiments.Result{Key: r.Query + "|" + r.Profile + "|" + r.Policy, Backend: "sim", Profile: r.Profile,
+			Nodes: r.Nodes, SF: r.SF, Query: r.Query, Policy: r.Policy, Rep: 1, Seconds: r.SimMs / 1e3,
+			Bound: r.BoundMs / 1e3, Efficiency: r.Efficiency}
+		out = append(out, sim)
+		if r.EngineMs > 0 {
+			out = append(out, experiments.Result{Key: r.Query + "|engine|" + r.Policy, Backend: "engine", Profile: r.Profile,
+				Machine: machineName(), Nodes: 1, SF: sf, Query: r.Query, Policy: r.Policy, Rep: 1, Seconds: r.EngineMs / 1e3})
+		}
+	}
+	return out
 }
 
 // Demo generates (or reuses) a small dataset, runs several TPC-H queries
@@ -82,7 +106,7 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 		opts.Queries = []string{"q1", "q3", "q6"}
 	}
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
-		return fmt.Errorf("experiments: demo: %w", err)
+		return fmt.Errorf("demo: %w", err)
 	}
 	text := stdout
 	if opts.JSON {
@@ -126,7 +150,7 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 				r, err := simulate(ctx, sim.SimOptions{Profile: su.profile, Nodes: su.nodes, SF: su.sf,
 					Tables: su.tables, Query: q, Policy: pol, Trace: trace})
 				if err != nil {
-					return fmt.Errorf("experiments: demo %s %s %s: %w", q, su.profile, pol, err)
+					return fmt.Errorf("demo %s %s %s: %w", q, su.profile, pol, err)
 				}
 				ms := float64(r.MakespanNs) / 1e6
 				if trace != "" {
@@ -148,7 +172,7 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 					}
 					er, err := engine.Query(ctx, ds, q, qo)
 					if err != nil {
-						return fmt.Errorf("experiments: demo engine %s %s: %w", q, pol, err)
+						return fmt.Errorf("demo engine %s %s: %w", q, pol, err)
 					}
 					row.EngineMs = float64(er.Wall.Nanoseconds()) / 1e6
 					row.ErrorPct = 100 * (ms - row.EngineMs) / row.EngineMs
@@ -157,7 +181,7 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 						path := filepath.Join(opts.Out, fmt.Sprintf("%s-engine-%s.trace.json", q, pol))
 						meta := traces.Meta{Title: fmt.Sprintf("engine %s %s on %s", q, pol, ds.Dir), Backend: "engine", Machine: machineName()}
 						if err := traces.Save(path, tr.Events, meta); err != nil {
-							return fmt.Errorf("experiments: demo: %w", err)
+							return fmt.Errorf("demo: %w", err)
 						}
 						rep.EngineTrace = path
 					}
@@ -170,6 +194,12 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 			}
 		}
 	}
+	figDir := filepath.Join(opts.Out, "figures")
+	figs, err := plots.DrawAll(demoResults(&rep, ds.Manifest.ScaleFactor), []string{rep.EngineTrace, rep.Trace}, figDir, []string{"png"}, io.Discard)
+	if err != nil {
+		return fmt.Errorf("demo: figures: %w", err)
+	}
+	rep.Figures = figs
 	if opts.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
@@ -188,6 +218,10 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 	fmt.Fprintf(stdout, "\nspeedup: serial time / this policy's (engine time where measured, else simulated).\n")
 	fmt.Fprintf(stdout, "error: simulated vs measured, devbox profile not yet calibrated to this machine (issue 7).\n")
 	fmt.Fprintf(stdout, "Perfetto traces (open in ui.perfetto.dev): %s (simulated), %s (engine)\n", rep.Trace, rep.EngineTrace)
+	fmt.Fprintf(stdout, "Figures (%d) in %s:\n", len(figs), figDir)
+	for _, f := range figs {
+		fmt.Fprintf(stdout, "  %s\n", f)
+	}
 	return nil
 }
 
@@ -197,20 +231,9 @@ func machineName() string {
 	return fmt.Sprintf("%s, %d CPUs", host, runtime.NumCPU())
 }
 
-func simulate(ctx context.Context, o sim.SimOptions) (*sim.Report, error) {
-	var buf jsonBuffer
-	o.JSON = true
-	err := sim.RunSim(ctx, o, &buf)
-	if err != nil {
-		return nil, err
-	}
-	var r sim.Report
-	if err := json.Unmarshal(buf, &r); err != nil {
-		return nil, fmt.Errorf("decode sim report: %w", err)
-	}
-	return &r, nil
-}
+func simulate(ctx context.Context, o sim.SimOptions) (*sim.Report, error) { return sim.RunReport(ctx, o) }
 
+// jsonBuffer collects output in memory (tests).
 type jsonBuffer []byte
 
 func (b *jsonBuffer) Write(p []byte) (int, error) { *b = append(*b, p...); return len(p), nil }
