@@ -9,7 +9,7 @@ GO ?= go
 BIN := bin/gostachio
 DEMO_DATA ?= out/data/sf0.01
 
-.PHONY: all build peer test test-peer race bench bench-io bench-gen bench-tpch demo lint fmt vet deps clean
+.PHONY: all build peer test test-peer race bench bench-io bench-gen bench-tpch demo validate calibrate lint fmt vet deps clean
 
 # The DuckDB peer (cgo) lives in its own module so the main one stays
 # cgo-free; `make test` runs its cross-check of our engine against DuckDB.
@@ -59,6 +59,24 @@ bench-io: build deps
 
 demo: build
 	$(BIN) demo --data $(DEMO_DATA) --out out/demo
+
+# Simulator vs engine (issue 7): the calibrated devbox profile predicts every
+# query x {serial, overlap} x two chunk sizes on the small dataset; prints the
+# error table, writes out/validate-sf0.01/{results.csv,sim-vs-engine.png,svg}.
+# `make validate VALIDATE_DATA=out/data/sf1 VALIDATE_ROUNDS=3` is the README's run.
+VALIDATE_DATA ?= $(DEMO_DATA)
+VALIDATE_ROUNDS ?= 1
+PROFILE ?= sim/profiles/devbox-calibrated.yaml
+validate: build
+	$(BIN) gen --sf 0.01 --out $(DEMO_DATA) --if-missing
+	$(BIN) validate --profile $(PROFILE) --data $(VALIDATE_DATA) --queries all --policies serial,overlap \
+	  --sets "chunk=16MiB;chunk=64MiB" --rounds $(VALIDATE_ROUNDS) --out out/validate-$(notdir $(VALIDATE_DATA))
+
+# Re-calibrate the devbox profile from micro-benchmarks on this machine
+# (storage reads on the SF1 lineitem file, kernels on its tables).
+calibrate: build
+	$(BIN) gen --sf 1 --out $(BENCH_DATA) --if-missing
+	$(BIN) calibrate --micro --data $(BENCH_DATA) --out $(PROFILE)
 
 lint: vet
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \

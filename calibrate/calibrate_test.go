@@ -1,0 +1,201 @@
+package calibrate
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"gostachio/costmodel"
+	"gostachio/sim"
+	"gostachio/tpch"
+)
+
+var (
+	dataOnce sync.Once
+	dataDir  string
+	dataErr  error
+)
+
+// testData generates SF0.01 once per test binary, in small chunks (16 Ki
+// lineitem rows) so queries have several units.
+func testData(t *testing.T) string {
+	t.Helper()
+	dataOnce.Do(func() {
+		var tmp string
+		if tmp, dataErr = os.MkdirTemp("", "gostachio-calibrate-test-"); dataErr != nil {
+			return
+		}
+		dataDir = filepath.Join(tmp, "data")
+		dataErr = tpch.Gen(context.Background(), tpch.GenOptions{ScaleFactor: 0.01, Out: dataDir, ChunkRows: 16384}, io.Discard, io.Discard)
+	})
+	if dataErr != nil {
+		t.Fatalf("generate SF0.01: %v", dataErr)
+	}
+	return dataDir
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if dataDir != "" {
+		os.RemoveAll(filepath.Dir(dataDir))
+	}
+	os.Exit(code)
+}
+
+var (
+	microOnce    sync.Once
+	microSamples []Sample
+	microErr     error
+)
+
+func quickSamples(t *testing.T) []Sample {
+	t.Helper()
+	dir := testData(t)
+	microOnce.Do(func() {
+		microSamples, microErr = RunMicro(context.Background(), MicroOptions{Data: dir, Seed: 1, Reps: 1, Quick: true})
+	})
+	if microErr != nil {
+		t.Fatal(microErr)
+	}
+	return microSamples
+}
+
+func fixedProvenance() costmodel.Provenance {
+	p := costmodel.HostProvenance()
+	p.Date, p.Source, p.Revision = "2026-01-01", "micro-benchmarks", "test"
+	return p
+}
+
+// Same samples → byte-identical profile, also through the samples file.
+func TestCalibrationReproducible(t *testing.T) {
+	samples := quickSamples(t)
+	kinds := map[string]bool{}
+	for _, s := range samples {
+		kinds[s.Component+"/"+s.Op] = true
+	}
+	for _, want := range []string{"read/", "h2d/", "launch/", "kernel/filter", "kernel/project", "kernel/agg-partial",
+		"kernel/agg-final", "kernel/hash-build", "kernel/hash-probe", "kernel/sort", "kernel/top-k", "kernel/shuffle"} {
+		if !kinds[want] {
+			t.Errorf("micro-benchmarks measured no %s", want)
+		}
+	}
+	opts := ProfileOptions{Provenance: fixedProvenance(), Devices: 2}
+	a, err := FitProfile(samples, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if err := WriteSamples(&buf, samples); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ReadSamples(bytes.NewReader(buf.Bytes()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := FitProfile(back, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.YAML, b.YAML) {
+		t.Fatalf("refit from the samples file differs:\n%s\n---\n%s", a.YAML, b.YAML)
+	}
+	// And through the command's path: write, refit from the file.
+	dir := t.TempDir()
+	out := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(SamplesPath(out), buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Calibrate(context.Background(), Options{FromSamples: SamplesPath(out), Out: out, Date: "2026-01-01"}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	p1, _ := os.ReadFile(out)
+	if err := Calibrate(context.Background(), Options{FromSamples: SamplesPath(out), Out: out, Date: "2026-01-01"}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	p2, _ := os.ReadFile(out)
+	if len(p1) == 0 || !bytes.Equal(p1, p2) {
+		t.Fatal("two refits of one samples file differ")
+	}
+	if _, err := sim.LoadProfileLog(out, io.Discard); err != nil {
+		t.Fatalf("written profile does not load: %v", err)
+	}
+}
+
+// The held-out check: a profile fitted to micro-benchmark samples only
+// predicts whole queries it never saw, within a loose bound (at SF0.01
+// queries take milliseconds and fixed overheads dominate; the real numbers
+// are in the README, at SF1).
+func TestHeldOutQueries(t *testing.T) {
+	samples := quickSamples(t)
+	fit, err := FitProfile(samples, ProfileOptions{Provenance: fixedProvenance()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "p.yaml")
+	if err := os.WriteFile(prof, fit.YAML, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rep, err := Validate(context.Background(), ValidateOptions{Profile: prof, Data: testData(t), Queries: "q1,q6,q14",
+		Policies: []string{"serial", "overlap"}, Rounds: 1, Out: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rep.Cases) != 6 {
+		t.Fatalf("%d cases, want 6", len(rep.Cases))
+	}
+	for _, c := range rep.Cases {
+		if !(c.Engine > 0 && c.Sim > 0) {
+			t.Fatalf("case %+v has no time", c)
+		}
+		if r := c.Sim / c.Engine; r < 0.1 || r > 10 {
+			t.Errorf("%s %s: sim %.4f s vs engine %.4f s: off by more than 10x", c.Query, c.Policy, c.Sim, c.Engine)
+		}
+	}
+	if !(rep.MedianAbs <= rep.P90Abs && rep.P90Abs <= rep.MaxAbs) {
+		t.Errorf("summary out of order: %+v", rep)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "median") {
+		t.Errorf("report lacks the summary:\n%s", text.String())
+	}
+	t.Logf("held-out at SF0.01:\n%s", text.String())
+	if _, err := os.Stat(filepath.Join(dir, "results.csv")); err != nil {
+		t.Errorf("no results.csv: %v", err)
+	}
+}
+
+func TestKendallTau(t *testing.T) {
+	for _, tc := range []struct {
+		a, b []float64
+		want float64
+	}{
+		{[]float64{1, 2, 3, 4}, []float64{10, 20, 30, 40}, 1},
+		{[]float64{1, 2, 3, 4}, []float64{40, 30, 20, 10}, -1},
+		{[]float64{1, 2, 3}, []float64{1, 3, 2}, 1.0 / 3},
+		{[]float64{1, 1}, []float64{1, 2}, 0},
+	} {
+		if got := KendallTau(tc.a, tc.b); math.Abs(got-tc.want) > 1e-12 {
+			t.Errorf("tau(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+		}
+	}
+}
+
+func TestSamplesBadInput(t *testing.T) {
+	_, err := ReadSamples(strings.NewReader("component,op,case,bytes,rows,depth,tasks,ns\nkernel,filter,x,1,2,0,0,abc\n"))
+	if err == nil || !strings.Contains(err.Error(), "line 2") {
+		t.Fatalf("bad ns: err %v, want one naming line 2", err)
+	}
+	if _, err := FitProfile([]Sample{{Component: "kernel", Op: "nope", Ns: 1}}, ProfileOptions{}); err == nil {
+		t.Fatal("unknown operator kind accepted")
+	}
+}

@@ -1,0 +1,210 @@
+package calibrate
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+
+	"gostachio/costmodel"
+	"gostachio/engine"
+	"gostachio/plan"
+	"gostachio/sim"
+)
+
+// ProfileOptions describe the machine a fitted profile models, beyond what
+// the samples say.
+type ProfileOptions struct {
+	// Name of the profile (default "devbox-calibrated").
+	Name string
+	// Devices is the engine's worker groups and CPU slots (default
+	// GOMAXPROCS, as the engine's).
+	Devices int
+	// Provenance goes into the profile as is (the caller fills Date and
+	// Source; FitProfile never reads the clock, so refits are identical).
+	Provenance costmodel.Provenance
+}
+
+// Component is one fitted part of the model and its fit quality.
+type Component struct {
+	Name    string
+	Params  string
+	Quality costmodel.FitQuality
+}
+
+// Fit is a fitted profile: its YAML text (loads with sim.ParseProfile) and
+// the per-component fit.
+type Fit struct {
+	YAML       []byte
+	Profile    *sim.Profile
+	Components []Component
+}
+
+// WriteReport prints one line per component: parameters, R², MAPE.
+func (f *Fit) WriteReport(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-12s %5s %7s %7s  %s\n", "component", "n", "R²", "MAPE", "parameters")
+	for _, c := range f.Components {
+		fmt.Fprintf(&b, "%-12s %5d %7.3f %6.1f%%  %s\n", c.Name, c.Quality.N, c.Quality.R2, 100*c.Quality.MAPE, c.Params)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// Engine facts the profile mirrors (engine.NewBackend): the storage
+// reader's request size and queue depth, and the default memory budget
+// (a quarter pinned for I/O, the rest split over the devices).
+const (
+	readerRequest = 1 << 20
+	readerQD      = 32
+)
+
+// FitProfile fits a profile to samples: storage (latency, bandwidth and
+// queue-depth curve), the h2d decode (latency + bytes/bandwidth), task
+// dispatch (the host's launch) and per operator kind fixed + per-byte +
+// per-row host costs, each by non-negative least squares (residuals
+// weighted by costmodel.FitWeightPower). Components without samples keep the engine's facts: a free
+// gather, broadcast, result and scan (the kernel does nothing for them),
+// free syncs and in-memory exchange. The result is a pure function of
+// samples and opts.
+func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
+	if opts.Name == "" {
+		opts.Name = "devbox-calibrated"
+	}
+	if opts.Devices <= 0 {
+		opts.Devices = runtime.GOMAXPROCS(0)
+	}
+	var reads []costmodel.ReadSample
+	var h2d []costmodel.OpSample
+	var launch []float64
+	ops := map[string][]costmodel.OpSample{}
+	for _, s := range samples {
+		switch s.Component {
+		case CompRead:
+			reads = append(reads, costmodel.ReadSample{Size: s.Bytes, Depth: s.Depth, Tasks: s.Tasks, Ns: float64(s.Ns)})
+		case CompH2D:
+			h2d = append(h2d, costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns)})
+		case CompLaunch:
+			launch = append(launch, float64(s.Ns))
+		case CompKernel:
+			if _, err := plan.ParseOpKind(s.Op); err != nil {
+				return nil, fmt.Errorf("calibrate: sample %q: %w", s.Case, err)
+			}
+			ops[s.Op] = append(ops[s.Op], costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns)})
+		default:
+			return nil, fmt.Errorf("calibrate: sample %q has unknown component %q", s.Case, s.Component)
+		}
+	}
+	if len(reads) == 0 || len(ops) == 0 {
+		return nil, fmt.Errorf("calibrate: need storage and kernel samples (have %d read, %d kernel kinds)", len(reads), len(ops))
+	}
+	f := &Fit{}
+	st, q, err := costmodel.FitStorage(reads, readerRequest, readerQD, readerQD)
+	if err != nil {
+		return nil, err
+	}
+	var curve []string
+	for _, p := range st.Curve {
+		curve = append(curve, fmt.Sprintf("qd%g %.2f", p.QD, p.Frac))
+	}
+	f.Components = append(f.Components, Component{"read", fmt.Sprintf("bandwidth %s latency %s curve %s",
+		st.Bandwidth, st.Latency, strings.Join(curve, ", ")), q})
+
+	var h2dT costmodel.Transfer
+	if len(h2d) > 0 {
+		if h2dT, q, err = costmodel.FitTransfer(h2d); err != nil {
+			return nil, err
+		}
+		f.Components = append(f.Components, Component{"h2d", fmt.Sprintf("bandwidth %s latency %s", h2dT.Bandwidth, h2dT.Latency), q})
+	}
+	if h2dT.Bandwidth <= 0 {
+		// Free per byte (or not measured): the profile still needs a
+		// positive PCIe rate.
+		h2dT.Bandwidth = 1e12
+	}
+	var launchNs costmodel.Duration
+	if len(launch) > 0 {
+		sort.Float64s(launch)
+		launchNs = costmodel.Duration(math.Round(launch[len(launch)/2]))
+		f.Components = append(f.Components, Component{"launch", fmt.Sprintf("%s per task", launchNs), costmodel.FitQuality{N: len(launch), R2: math.NaN()}})
+	}
+
+	names := make([]string, 0, len(ops))
+	for k := range ops {
+		names = append(names, k)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, _ := plan.ParseOpKind(names[i])
+		b, _ := plan.ParseOpKind(names[j])
+		return a < b
+	})
+	costs := map[string]costmodel.OpCost{}
+	for _, k := range names {
+		c, q, err := costmodel.FitOpCost(ops[k])
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", k, err)
+		}
+		costs[k] = c
+		f.Components = append(f.Components, Component{k, fmt.Sprintf("fixed %s bytes %s rows %s", c.Fixed, rateText(c.ByteRate), countText(c.RowRate)), q})
+	}
+
+	var y strings.Builder
+	pv := opts.Provenance
+	fmt.Fprintf(&y, "# Calibrated by `gostachio calibrate` (%s) on %s: a pure function of the\n", pv.Source, pv.Hostname)
+	fmt.Fprintf(&y, "# samples saved beside it. The node mirrors the CPU engine: %d worker groups\n", opts.Devices)
+	fmt.Fprintf(&y, "# (devices) sharing %d CPU slots, kernels on the host one core each.\n", opts.Devices)
+	fmt.Fprintf(&y, "name: %s\n", opts.Name)
+	fmt.Fprintf(&y, "description: %s\n", strconv.Quote(fmt.Sprintf("CPU engine on %s, %d cores, calibrated from %s", pv.Hostname, pv.Cores, pv.Source)))
+	mem := int64(engine.DefaultMem)
+	pinned := mem / 4
+	fmt.Fprintf(&y, "node:\n  gpus: %d\n  ssds: 1\n  nics: 1\n  host_cores: %d\n  merge_threads: 1\n  kernels_on_host: true\n  kernel_threads: 1\n",
+		opts.Devices, opts.Devices)
+	fmt.Fprintf(&y, "  device_memory: %d  # engine --mem default %d MiB: 3/4 over the devices\n  pinned_memory: %d  # a quarter for I/O buffers\n",
+		(mem-pinned)/int64(opts.Devices), mem>>20, pinned)
+	fmt.Fprintf(&y, "nvme:\n  bandwidth: %s  # %s\n  latency: %dns\n  request: %d\n  task_qd: %d\n  qd_curve:\n",
+		num(float64(st.Bandwidth)), st.Bandwidth, st.Latency, int64(st.Request), st.TaskQD)
+	for _, p := range st.Curve {
+		fmt.Fprintf(&y, "    - {qd: %g, frac: %s}\n", p.QD, num(p.Frac))
+	}
+	fmt.Fprintf(&y, "pcie:  # the CPU h2d: views of the read buffers + string-offset checks\n  h2d: %s\n  d2h: %s\n  latency: %dns\n  gpudirect_nic: false\n",
+		num(float64(h2dT.Bandwidth)), num(float64(h2dT.Bandwidth)), h2dT.Latency)
+	fmt.Fprintf(&y, "nic:  # exchange between worker groups is in memory: dispatch only\n  bandwidth: 1e12\n  latency: %dns\n", launchNs)
+	fmt.Fprintf(&y, "switch:\n  oversubscription: 1\nintra_node:\n  path: nic\nsync_latency: 0s  # a sync on the CPU engine is free\n")
+	fmt.Fprintf(&y, "gpu:\n  launch: 0s  # unused: kernels_on_host\n")
+	fmt.Fprintf(&y, "host:\n  launch: %dns\n  ops:\n", launchNs)
+	for _, k := range names {
+		c := costs[k]
+		fmt.Fprintf(&y, "    %s: {fixed: %dns, bytes: %s, rows: %s}\n", k, c.Fixed, num(float64(c.ByteRate)), num(float64(c.RowRate)))
+	}
+	fmt.Fprintf(&y, "provenance:\n  hostname: %s\n  cpu: %s\n  cores: %d\n  os: %s\n  engine: %s\n  revision: %s\n  date: %s\n  source: %s\n",
+		strconv.Quote(pv.Hostname), strconv.Quote(pv.CPU), pv.Cores, strconv.Quote(pv.OS), strconv.Quote(pv.Engine),
+		strconv.Quote(pv.Revision), strconv.Quote(pv.Date), strconv.Quote(pv.Source))
+	f.YAML = []byte(y.String())
+	p, err := sim.ParseProfile(opts.Name, f.YAML)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: the fitted profile does not load (a bug): %w", err)
+	}
+	f.Profile = p
+	return f, nil
+}
+
+// num formats a profile number: 6 significant digits (what the fit's
+// quality was computed on), "0" for zero.
+func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
+
+func rateText(r costmodel.Rate) string {
+	if r <= 0 {
+		return "free"
+	}
+	return r.String()
+}
+
+func countText(r costmodel.Rate) string {
+	if r <= 0 {
+		return "free"
+	}
+	return strings.TrimSuffix(r.String(), "B/s") + "rows/s"
+}

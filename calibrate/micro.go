@@ -1,0 +1,622 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"os"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"gostachio/dataset"
+	"gostachio/engine"
+	"gostachio/engine/storage"
+	"gostachio/kernels/cpu"
+	"gostachio/plan"
+	"gostachio/tpch"
+	"gostachio/tpch/queries"
+	"gostachio/tpch/schema"
+)
+
+// MicroOptions configure RunMicro.
+type MicroOptions struct {
+	// Data is a dataset folder: storage is measured on its lineitem file
+	// (O_DIRECT, the engine's reader), kernels on chunk 0 of its tables.
+	Data string
+	// Seed orders the storage configurations (each run in a seeded random
+	// order, so a drift in the machine does not line up with one axis).
+	Seed uint64
+	// Reps is the repetitions per kernel point; the sample is their
+	// median (default 3).
+	Reps int
+	// Quick measures few, small points (tests): seconds instead of a
+	// minute.
+	Quick bool
+	// Log receives progress lines (nil: none).
+	Log io.Writer
+}
+
+// RunMicro runs the micro-benchmarks on this machine: storage reads over
+// sizes × queue depths, the h2d decode, task dispatch, and every kernel
+// over sizes and selectivities — the filters, projections, partial and
+// final aggregates and shuffles of the TPC-H plans applied to the tables'
+// stored data, plus hash builds, probes and sorts over TPC-H keys. No
+// whole query runs: those are what Validate checks the fit against.
+func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
+	if opts.Reps <= 0 {
+		opts.Reps = 3
+	}
+	logw := opts.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	ds, err := dataset.Open(opts.Data)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	defer engine.TuneGC()()
+	var out []Sample
+	fmt.Fprintln(logw, "calibrate: storage reads (sizes x depths, O_DIRECT)")
+	rs, err := microReads(ctx, ds, opts)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, rs...)
+	fmt.Fprintln(logw, "calibrate: task dispatch")
+	out = append(out, microLaunch())
+	m := &micro{ds: ds, reps: opts.Reps, quick: opts.Quick, batches: map[string]*cpu.Batch{}}
+	fmt.Fprintln(logw, "calibrate: h2d decode")
+	if err := m.h2d(); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(logw, "calibrate: kernels of the plans' operators")
+	if err := m.planOps(ctx); err != nil {
+		return nil, err
+	}
+	fmt.Fprintln(logw, "calibrate: hash builds, probes, sorts")
+	if err := m.joinsAndSorts(); err != nil {
+		return nil, err
+	}
+	out = append(out, m.out...)
+	return out, nil
+}
+
+// microReads measures the engine's storage reader: for each read size and
+// depth, reads of that size at consecutive 4 KiB-aligned offsets of the
+// lineitem file with depth of them outstanding, timed from the first
+// submission to the last completion.
+func microReads(ctx context.Context, ds *dataset.Dataset, opts MicroOptions) ([]Sample, error) {
+	path, _, err := ds.ChunkPath("lineitem", 0)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	size := fi.Size() &^ 4095
+	r, err := engine.NewReader("auto", false, nil, opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	sizes := []int64{64 << 10, 256 << 10, 1 << 20, 4 << 20, 16 << 20}
+	depths := []int{1, 2, 4, 8, 16}
+	target, capB := int64(48<<20), int64(192<<20)
+	if opts.Quick {
+		sizes, depths, target, capB = []int64{64 << 10, 1 << 20}, []int{1, 4}, 2<<20, 8<<20
+	}
+	type cfg struct {
+		size  int64
+		depth int
+	}
+	var cfgs []cfg
+	for _, s := range sizes {
+		for _, d := range depths {
+			if s <= size {
+				cfgs = append(cfgs, cfg{s, d})
+			}
+		}
+	}
+	if len(cfgs) == 0 {
+		return nil, fmt.Errorf("calibrate: %s (%d bytes) is too small for the read benchmark", path, size)
+	}
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x5eed))
+	rng.Shuffle(len(cfgs), func(i, j int) { cfgs[i], cfgs[j] = cfgs[j], cfgs[i] })
+	// Warm-up: ring setup and first-use registration are not a read's cost.
+	if err := readBatch(ctx, r, path, size, 0, 4096, 1, 1); err != nil {
+		return nil, err
+	}
+	var out []Sample
+	off := int64(0)
+	for _, c := range cfgs {
+		total := min(max(target, 8*c.size*int64(c.depth)), capB)
+		n := int(max(total/c.size, int64(c.depth)))
+		start := time.Now()
+		if err := readBatch(ctx, r, path, size, off, c.size, c.depth, n); err != nil {
+			return nil, err
+		}
+		el := time.Since(start)
+		off = (off + int64(n)*c.size) % size
+		out = append(out, Sample{Component: CompRead, Case: fmt.Sprintf("read %dKiB qd%d", c.size>>10, c.depth),
+			Bytes: c.size, Depth: c.depth, Tasks: n, Ns: el.Nanoseconds()})
+	}
+	return out, nil
+}
+
+// readBatch reads n spans of size bytes from off on (wrapping at limit),
+// keeping depth outstanding.
+func readBatch(ctx context.Context, r *storage.Reader, path string, limit, off, size int64, depth, n int) error {
+	issued, done := 0, 0
+	next := func() error {
+		if off+size > limit {
+			off = 0
+		}
+		req := storage.Request{Tag: uint64(issued), Ranges: []storage.Range{{Path: path, Offset: off, Length: size}}}
+		off += size
+		issued++
+		return r.Submit(req)
+	}
+	for issued < min(depth, n) {
+		if err := next(); err != nil {
+			return fmt.Errorf("calibrate: read %s: %w", path, err)
+		}
+	}
+	var cs []storage.Completion
+	for done < n {
+		var err error
+		cs, err = r.Wait(ctx, cs[:0])
+		if err != nil {
+			return fmt.Errorf("calibrate: read %s: %w", path, err)
+		}
+		for i := range cs {
+			if cs[i].Err != nil {
+				return fmt.Errorf("calibrate: read %s: %w", path, cs[i].Err)
+			}
+			cs[i].Buffer.Release()
+			done++
+			if issued < n {
+				if err := next(); err != nil {
+					return fmt.Errorf("calibrate: read %s: %w", path, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// microLaunch measures what the engine pays per CPU task besides its work:
+// a goroutine, a slot of the CPU semaphore, and the completion handed back
+// through a locked queue and a notify channel (engine.Backend.runCPU and
+// complete).
+func microLaunch() Sample {
+	const n = 20000
+	slots := make(chan struct{}, runtime.GOMAXPROCS(0))
+	notify := make(chan struct{}, 1)
+	var mu sync.Mutex
+	var queue []int
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		go func() {
+			slots <- struct{}{}
+			<-slots
+			mu.Lock()
+			queue = append(queue, i)
+			mu.Unlock()
+			select {
+			case notify <- struct{}{}:
+			default:
+			}
+		}()
+		for {
+			mu.Lock()
+			got := len(queue) > 0
+			queue = queue[:0]
+			mu.Unlock()
+			if got {
+				break
+			}
+			<-notify
+		}
+	}
+	per := time.Since(start).Nanoseconds() / n
+	return Sample{Component: CompLaunch, Case: "goroutine + slot + completion", Tasks: n, Ns: per}
+}
+
+type micro struct {
+	ds      *dataset.Dataset
+	reps    int
+	quick   bool
+	batches map[string]*cpu.Batch // table -> chunk 0, all columns
+	out     []Sample
+}
+
+// sizes are the input rows per kernel point, up to rows.
+func (m *micro) sizes(rows int) []int {
+	cand := []int{4096, 32768, 262144, 1 << 20}
+	if m.quick {
+		cand = []int{1024, 8192}
+	}
+	var out []int
+	for _, n := range cand {
+		if n < rows {
+			out = append(out, n)
+		}
+	}
+	return append(out, rows)
+}
+
+// table is chunk 0 of a table, all columns, as the engine's vectors.
+func (m *micro) table(name string) (*cpu.Batch, error) {
+	if b, ok := m.batches[name]; ok {
+		return b, nil
+	}
+	sb, err := m.ds.ReadChunk(name, 0, nil)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	b := toCPU(sb)
+	m.batches[name] = b
+	return b, nil
+}
+
+// cols is b restricted to names (in that order), rows [0, n).
+func cols(b *cpu.Batch, names []string, n int) (*cpu.Batch, error) {
+	out := &cpu.Batch{Rows: b.Rows}
+	for _, c := range names {
+		v, err := b.Column(c)
+		if err != nil {
+			return nil, err
+		}
+		out.Names = append(out.Names, c)
+		out.Cols = append(out.Cols, *v)
+	}
+	if n < b.Rows {
+		return cpu.Slice(out, 0, n), nil
+	}
+	return out, nil
+}
+
+// toCPU converts a dataset batch to the kernels' vectors (as the engine's
+// decode does: int64/decimal(2)/int32/date/string).
+func toCPU(sb *schema.Batch) *cpu.Batch {
+	b := &cpu.Batch{Rows: sb.Rows}
+	for i, c := range sb.Table.Columns {
+		v := &sb.Cols[i]
+		var o cpu.Vec
+		switch c.Type {
+		case schema.Int64:
+			o = cpu.Vec{Type: cpu.TInt64, I64: v.I64}
+		case schema.Decimal:
+			o = cpu.Vec{Type: cpu.TDecimal, Scale: 2, I64: v.I64}
+		case schema.Int32:
+			o = cpu.Vec{Type: cpu.TInt32, I32: v.I32}
+		case schema.Date:
+			o = cpu.Vec{Type: cpu.TDate, I32: v.I32}
+		case schema.String:
+			o = cpu.Vec{Type: cpu.TString, Off: v.Offsets, Str: v.Bytes}
+		}
+		b.Names = append(b.Names, c.Name)
+		b.Cols = append(b.Cols, o)
+	}
+	return b
+}
+
+// time runs fn reps times and returns the median ns; fn's error stops it.
+func (m *micro) time(fn func() error) (int64, error) {
+	ts := make([]int64, 0, m.reps)
+	for i := 0; i < m.reps; i++ {
+		start := time.Now()
+		if err := fn(); err != nil {
+			return 0, err
+		}
+		ts = append(ts, time.Since(start).Nanoseconds())
+	}
+	slices.Sort(ts)
+	return ts[len(ts)/2], nil
+}
+
+func (m *micro) add(op plan.OpKind, c string, in *cpu.Batch, ns int64) {
+	m.out = append(m.out, Sample{Component: CompKernel, Op: op.String(), Case: c, Bytes: bytesOf(in), Rows: int64(in.Rows), Ns: ns})
+}
+
+func bytesOf(b *cpu.Batch) int64 {
+	if b == nil || b.Rows == 0 {
+		return 0
+	}
+	return b.Bytes()
+}
+
+// h2d measures the engine's CPU "copy" of a unit: the vectors are views of
+// the read buffers, and every string column's offsets are checked (the
+// loop of engine/decode.go's decodeUnit). Units of all columns and of the
+// fixed-width columns only, so bytes per checked offset vary.
+func (m *micro) h2d() error {
+	for _, t := range []string{"lineitem", "orders", "customer", "part", "partsupp"} {
+		b, err := m.table(t)
+		if err != nil {
+			return err
+		}
+		var fixed []string
+		for i, n := range b.Names {
+			if b.Cols[i].Type != cpu.TString {
+				fixed = append(fixed, n)
+			}
+		}
+		for _, set := range [][]string{b.Names, fixed} {
+			for _, n := range m.sizes(b.Rows) {
+				in, err := cols(b, set, n)
+				if err != nil {
+					return err
+				}
+				ns, err := m.time(func() error { return checkOffsets(in) })
+				if err != nil {
+					return err
+				}
+				m.out = append(m.out, Sample{Component: CompH2D, Case: fmt.Sprintf("%s %d cols", t, len(set)),
+					Bytes: bytesOf(in), Rows: int64(n), Ns: ns})
+			}
+		}
+	}
+	return nil
+}
+
+func checkOffsets(b *cpu.Batch) error {
+	views := make([]cpu.Vec, len(b.Cols))
+	for k := range b.Cols {
+		v := &b.Cols[k]
+		views[k] = *v
+		if v.Type != cpu.TString {
+			continue
+		}
+		offs, r := v.Off, len(v.Off)-1
+		if offs[0] != 0 || int(offs[r]) != len(v.Str) {
+			return fmt.Errorf("calibrate: string offsets do not span the data")
+		}
+		for i := 1; i <= r; i++ {
+			if offs[i] < offs[i-1] {
+				return fmt.Errorf("calibrate: string offset %d decreases", i)
+			}
+		}
+	}
+	runtime.KeepAlive(views)
+	return nil
+}
+
+// planOps runs, for every scan pipeline of the 22 TPC-H plans, the
+// pipeline's leading operators over its table's stored rows as the engine
+// runs them per chunk — filters with the plan's predicates (so
+// selectivities are the real ones), projections, the partial aggregate
+// (and the consuming pipeline's final aggregate over two devices' partial
+// states) and the shuffle's partitioning — up to the first operator that
+// needs another pipeline's output (a probe).
+func (m *micro) planOps(ctx context.Context) error {
+	tables := tpch.PlanStats(m.ds)
+	sf := m.ds.Manifest.ScaleFactor
+	if !(sf > 0) {
+		var err error
+		if sf, err = plan.TPCHScaleFactor(tables); err != nil {
+			return fmt.Errorf("calibrate: %w", err)
+		}
+	}
+	devices := runtime.GOMAXPROCS(0)
+	for _, q := range queries.Names() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p, err := queries.Build(q, sf, tables)
+		if err != nil {
+			return fmt.Errorf("calibrate: %w", err)
+		}
+		for pi := range p.Pipelines {
+			pl := &p.Pipelines[pi]
+			if pl.Source.Kind != plan.SourceScan {
+				continue
+			}
+			base, err := m.table(p.Tables[pl.Source.Table].Name)
+			if err != nil {
+				return err
+			}
+			sizes := m.sizes(base.Rows)
+			for si, n := range sizes {
+				in, err := cols(base, pl.Ops[0].Out, n)
+				if err != nil {
+					return fmt.Errorf("calibrate: %s pipeline %d: %w", q, pi, err)
+				}
+				last := si == len(sizes)-1
+				if err := m.walk(p, pi, in, devices, last); err != nil {
+					return fmt.Errorf("calibrate: %s pipeline %d (%s): %w", q, pi, pl.Name, err)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// walk times pipeline pi's ops after the scan over b (see planOps); with
+// final it also times the consumer's final aggregate.
+func (m *micro) walk(p *plan.Plan, pi int, b *cpu.Batch, devices int, final bool) error {
+	pl := &p.Pipelines[pi]
+	for oi := 1; oi < len(pl.Ops); oi++ {
+		op := &pl.Ops[oi]
+		label := fmt.Sprintf("%s p%d %s", p.Name, pi, op.Kind)
+		in := b
+		var ns int64
+		var err error
+		switch op.Kind {
+		case plan.OpFilter:
+			ns, err = m.time(func() (e error) { b, e = cpu.Filter(in, op.Expr); return })
+		case plan.OpProject:
+			ns, err = m.time(func() (e error) { b, e = cpu.Project(in, op.Expr.(plan.Projection)); return })
+		case plan.OpAggPartial:
+			var st *cpu.Aggregator
+			ns, err = m.time(func() (e error) { st, e = fold(op, in); return })
+			if err == nil {
+				m.add(op.Kind, label, in, ns)
+				if final {
+					err = m.aggFinal(p, pi, st, devices)
+				}
+			}
+			return err
+		case plan.OpShuffle:
+			ns, err = m.time(func() error { _, e := cpu.Partition(in, op.Keys, devices); return e })
+		default:
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		m.add(op.Kind, label, in, ns)
+		if b == nil || b.Rows == 0 || op.Kind == plan.OpShuffle {
+			return nil
+		}
+	}
+	return nil
+}
+
+// fold is the engine's partial aggregation of one batch: arguments
+// evaluated, then folded into a new state.
+func fold(op *plan.Op, b *cpu.Batch) (*cpu.Aggregator, error) {
+	aggs := op.Expr.(plan.Aggs)
+	args := make([]*cpu.Vec, len(aggs))
+	for i, a := range aggs {
+		if a.Arg == nil {
+			continue
+		}
+		v, err := cpu.Eval(b, a.Arg)
+		if err != nil {
+			return nil, err
+		}
+		args[i] = &v
+	}
+	st := cpu.NewAggregator(op.Keys, aggs, false)
+	if b.Rows > 0 {
+		if err := st.Update(b, args); err != nil {
+			return nil, err
+		}
+	}
+	return st, nil
+}
+
+// aggFinal times the final aggregate that consumes pipeline pi's partial
+// states: devices copies of st's state merged, then the result.
+func (m *micro) aggFinal(p *plan.Plan, pi int, st *cpu.Aggregator, devices int) error {
+	part, err := st.Result(false)
+	if err != nil || part == nil || part.Rows == 0 {
+		return err
+	}
+	parts := make([]*cpu.Batch, devices)
+	for i := range parts {
+		parts[i] = part
+	}
+	in, err := cpu.Concat(parts)
+	if err != nil {
+		return err
+	}
+	for ci := range p.Pipelines {
+		c := &p.Pipelines[ci]
+		if c.Source.Kind != plan.SourceInputs || !slices.Contains(c.Source.Inputs, pi) || c.Ops[0].Kind != plan.OpAggFinal {
+			continue
+		}
+		op := &c.Ops[0]
+		ns, err := m.time(func() error {
+			a := cpu.NewAggregator(op.Keys, op.Expr.(plan.Aggs), true)
+			if err := a.Merge(in); err != nil {
+				return err
+			}
+			_, err := a.Result(true)
+			return err
+		})
+		if err != nil {
+			return err
+		}
+		m.add(plan.OpAggFinal, fmt.Sprintf("%s p%d agg-final", p.Name, ci), in, ns)
+	}
+	return nil
+}
+
+// joinsAndSorts times hash builds and probes on TPC-H's foreign keys
+// (orders ⋈ lineitem, customer ⋈ orders) over build sizes (hash-table
+// size effects) and match fractions, and sorts / top-k over lineitem.
+func (m *micro) joinsAndSorts() error {
+	type join struct {
+		build, probe        string
+		bcols, pcols, carry []string
+		bkey, pkey          string
+	}
+	joins := []join{
+		{"orders", "lineitem", []string{"o_orderkey", "o_orderdate", "o_shippriority"}, []string{"l_orderkey", "l_extendedprice", "l_discount"},
+			[]string{"o_orderdate", "o_shippriority"}, "o_orderkey", "l_orderkey"},
+		{"customer", "orders", []string{"c_custkey", "c_nationkey"}, []string{"o_custkey", "o_orderkey", "o_totalprice"},
+			[]string{"c_nationkey"}, "c_custkey", "o_custkey"},
+	}
+	for _, j := range joins {
+		bt, err := m.table(j.build)
+		if err != nil {
+			return err
+		}
+		pt, err := m.table(j.probe)
+		if err != nil {
+			return err
+		}
+		for _, nb := range m.sizes(bt.Rows) {
+			bin, err := cols(bt, j.bcols, nb)
+			if err != nil {
+				return err
+			}
+			var ht *cpu.HashTable
+			ns, err := m.time(func() (e error) { ht, e = cpu.BuildHashTable(bin, []string{j.bkey}); return })
+			if err != nil {
+				return err
+			}
+			m.add(plan.OpHashBuild, fmt.Sprintf("build %s %d", j.build, nb), bin, ns)
+			for _, np := range m.sizes(pt.Rows) {
+				pin, err := cols(pt, j.pcols, np)
+				if err != nil {
+					return err
+				}
+				for _, kind := range []plan.JoinKind{plan.JoinInner, plan.JoinSemi} {
+					carry := j.carry
+					if kind != plan.JoinInner {
+						carry = nil
+					}
+					ns, err := m.time(func() error { _, e := ht.Probe(pin, []string{j.pkey}, kind, carry); return e })
+					if err != nil {
+						return err
+					}
+					m.add(plan.OpHashProbe, fmt.Sprintf("probe %s %s build=%d", j.probe, kind, nb), pin, ns)
+				}
+			}
+		}
+	}
+	li, err := m.table("lineitem")
+	if err != nil {
+		return err
+	}
+	for _, n := range m.sizes(min(li.Rows, 262144)) {
+		in, err := cols(li, []string{"l_orderkey", "l_extendedprice", "l_shipdate", "l_returnflag"}, n)
+		if err != nil {
+			return err
+		}
+		for _, s := range []struct {
+			kind  plan.OpKind
+			keys  []plan.SortKey
+			limit int
+		}{
+			{plan.OpSort, []plan.SortKey{{Col: "l_returnflag"}, {Col: "l_shipdate"}}, 0},
+			{plan.OpSort, []plan.SortKey{{Col: "l_extendedprice", Desc: true}}, 0},
+			{plan.OpTopK, []plan.SortKey{{Col: "l_extendedprice", Desc: true}, {Col: "l_orderkey"}}, 10},
+			{plan.OpTopK, []plan.SortKey{{Col: "l_shipdate"}}, 100},
+		} {
+			ns, err := m.time(func() error { _, e := cpu.Sort(in, s.keys, s.limit); return e })
+			if err != nil {
+				return err
+			}
+			m.add(s.kind, fmt.Sprintf("%s %d keys limit %d", s.kind, len(s.keys), s.limit), in, ns)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,97 @@
+package calibrate
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+
+	"gostachio/costmodel"
+)
+
+// Options of Calibrate (`gostachio calibrate`).
+type Options struct {
+	// Exactly one source: Micro (run the micro-benchmarks on Data),
+	// FromSamples (refit a samples CSV) or Traces (a folder of engine
+	// traces, *.json / *.csv / *.parquet).
+	Micro       bool
+	FromSamples string
+	Traces      string
+	// Data is the dataset the micro-benchmarks read (Micro).
+	Data  string
+	Seed  uint64
+	Reps  int
+	Quick bool
+	// Out is the profile to write; from micro-benchmarks and traces also
+	// SamplesPath(Out).
+	Out  string
+	Name string
+	// Date goes into the provenance (the caller reads the clock; the fit
+	// itself never does, so refits of equal samples and dates are
+	// byte-identical).
+	Date string
+}
+
+// SamplesPath is where the samples of profile out are saved.
+func SamplesPath(out string) string { return out + ".samples.csv" }
+
+// Calibrate is `gostachio calibrate`: it gathers samples (micro-benchmarks,
+// a samples file, or traces), fits them, prints the per-component fit to
+// stdout, and writes the profile and its samples atomically. Progress goes
+// to stderr.
+func Calibrate(ctx context.Context, opts Options, stdout, stderr io.Writer) error {
+	n := 0
+	for _, b := range []bool{opts.Micro, opts.FromSamples != "", opts.Traces != ""} {
+		if b {
+			n++
+		}
+	}
+	if n != 1 {
+		return fmt.Errorf("calibrate: give exactly one of --micro, --from-samples FILE, --traces DIR")
+	}
+	if opts.Out == "" {
+		return fmt.Errorf("calibrate: --out PROFILE is required")
+	}
+	pv := costmodel.HostProvenance()
+	pv.Date = opts.Date
+	var samples []Sample
+	var err error
+	switch {
+	case opts.Micro:
+		if opts.Data == "" {
+			return fmt.Errorf("calibrate: --micro needs --data DIR (a dataset: its lineitem file is read, its tables feed the kernels)")
+		}
+		pv.Source = "micro-benchmarks"
+		samples, err = RunMicro(ctx, MicroOptions{Data: opts.Data, Seed: opts.Seed, Reps: opts.Reps, Quick: opts.Quick, Log: stderr})
+	case opts.FromSamples != "":
+		pv.Source = "micro-benchmarks"
+		samples, err = ReadSamplesFile(opts.FromSamples)
+	default:
+		pv.Source = "traces"
+		samples, err = TraceSamples(opts.Traces)
+	}
+	if err != nil {
+		return err
+	}
+	fit, err := FitProfile(samples, ProfileOptions{Name: opts.Name, Provenance: pv})
+	if err != nil {
+		return err
+	}
+	if err := fit.WriteReport(stdout); err != nil {
+		return err
+	}
+	if opts.FromSamples == "" {
+		var buf bytes.Buffer
+		if err := WriteSamples(&buf, samples); err != nil {
+			return err
+		}
+		if err := writeFileAtomic(SamplesPath(opts.Out), buf.Bytes()); err != nil {
+			return err
+		}
+	}
+	if err := writeFileAtomic(opts.Out, fit.YAML); err != nil {
+		return err
+	}
+	fmt.Fprintf(stderr, "calibrate: wrote %s (%d samples)\n", opts.Out, len(samples))
+	return nil
+}

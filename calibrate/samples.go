@@ -1,0 +1,141 @@
+// Package calibrate fits the simulator's cost model to this machine:
+// micro-benchmarks of the CPU engine's real kernels, storage reader and
+// task dispatch (RunMicro), least-squares fits of them into a hardware
+// profile (FitProfile), the same fit from recorded engine traces
+// (FitTraces), and the held-out check that the calibrated simulator
+// predicts whole queries it never saw (Validate).
+//
+// Reproducibility: a profile is a pure function of its samples. RunMicro's
+// samples are saved next to the profile (PROFILE.samples.csv) and
+// FitProfile refits them to a byte-identical profile.
+package calibrate
+
+import (
+	"encoding/csv"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strconv"
+)
+
+// Components of a Sample.
+const (
+	CompRead   = "read"   // storage: Tasks reads of Bytes each, Depth outstanding; Ns in all
+	CompH2D    = "h2d"    // the CPU "copy" of a unit's columns (Bytes); Ns one call
+	CompLaunch = "launch" // dispatch of one task to a CPU slot and back; Ns per task
+	CompKernel = "kernel" // one operator (Op) over Bytes / Rows of input; Ns one call
+)
+
+// Sample is one micro-benchmark measurement.
+type Sample struct {
+	Component string
+	// Op is the plan.OpKind name of a kernel sample ("" otherwise); Case
+	// says what ran ("q6 p0 filter", "probe inner build=4096").
+	Op, Case string
+	// Bytes and Rows are the input size (read: bytes per read).
+	Bytes, Rows int64
+	// Depth and Tasks: reads outstanding and reads done (read samples).
+	Depth, Tasks int
+	// Ns is the measured time (median over repetitions).
+	Ns int64
+}
+
+var sampleHeader = []string{"component", "op", "case", "bytes", "rows", "depth", "tasks", "ns"}
+
+// WriteSamples writes samples as CSV with a header.
+func WriteSamples(w io.Writer, samples []Sample) error {
+	cw := csv.NewWriter(w)
+	cw.Write(sampleHeader)
+	for _, s := range samples {
+		cw.Write([]string{s.Component, s.Op, s.Case, strconv.FormatInt(s.Bytes, 10), strconv.FormatInt(s.Rows, 10),
+			strconv.Itoa(s.Depth), strconv.Itoa(s.Tasks), strconv.FormatInt(s.Ns, 10)})
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// ReadSamples reads what WriteSamples wrote; a malformed row is an error
+// naming its line.
+func ReadSamples(r io.Reader) ([]Sample, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = len(sampleHeader)
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: samples: header: %w", err)
+	}
+	for i, h := range sampleHeader {
+		if head[i] != h {
+			return nil, fmt.Errorf("calibrate: samples: column %d is %q, want %q", i+1, head[i], h)
+		}
+	}
+	var out []Sample
+	for {
+		rec, err := cr.Read()
+		if errors.Is(err, io.EOF) {
+			return out, nil
+		}
+		line, _ := cr.FieldPos(0)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: samples: %w", err)
+		}
+		s := Sample{Component: rec[0], Op: rec[1], Case: rec[2]}
+		var e [5]error
+		s.Bytes, e[0] = strconv.ParseInt(rec[3], 10, 64)
+		s.Rows, e[1] = strconv.ParseInt(rec[4], 10, 64)
+		s.Depth, e[2] = strconv.Atoi(rec[5])
+		s.Tasks, e[3] = strconv.Atoi(rec[6])
+		s.Ns, e[4] = strconv.ParseInt(rec[7], 10, 64)
+		if err := errors.Join(e[:]...); err != nil {
+			return nil, fmt.Errorf("calibrate: samples line %d: %w", line, err)
+		}
+		out = append(out, s)
+	}
+}
+
+// ReadSamplesFile reads a samples CSV file.
+func ReadSamplesFile(path string) ([]Sample, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	defer f.Close()
+	return ReadSamples(f)
+}
+
+// writeFileAtomic writes data to path through a temporary file in the same
+// folder, synced and renamed: a crash leaves the old file or the new one.
+func writeFileAtomic(path string, data []byte) error {
+	dir := "."
+	for i := len(path) - 1; i >= 0; i-- {
+		if os.IsPathSeparator(path[i]) {
+			dir = path[:i]
+			if dir == "" {
+				dir = "/"
+			}
+			break
+		}
+	}
+	tmp, err := os.CreateTemp(dir, ".calibrate-*")
+	if err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	defer os.Remove(tmp.Name())
+	_, err = tmp.Write(data)
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp.Name(), 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("calibrate: write %s: %w", path, err)
+	}
+	return nil
+}

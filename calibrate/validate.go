@@ -1,0 +1,330 @@
+package calibrate
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"time"
+
+	"gostachio/dataset"
+	"gostachio/engine"
+	"gostachio/experiments"
+	"gostachio/plan"
+	"gostachio/plots"
+	"gostachio/scheduler"
+	"gostachio/sim"
+	"gostachio/tpch"
+	"gostachio/tpch/queries"
+)
+
+// ValidateOptions are the inputs of `gostachio validate`.
+type ValidateOptions struct {
+	// Profile is the profile to predict with (name or .yaml path).
+	Profile string
+	// Data is the dataset both backends run on.
+	Data string
+	// Queries is "all" or a comma-separated list.
+	Queries string
+	// Policies and Sets: every query runs under every policy × knob set
+	// ("" in Sets: the policy's defaults).
+	Policies []string
+	Sets     []string
+	// Rounds of engine runs per case (median; default 1), in a new
+	// seeded random order of the cases each round.
+	Rounds int
+	Seed   uint64
+	// Out, if set, is a folder for results.csv (experiments format: engine
+	// and sim rows) and the sim-vs-engine figure.
+	Out string
+	// Log receives progress and warnings (nil: discarded).
+	Log io.Writer
+}
+
+// Case is one query × policy × knob set: the engine's measured wall time
+// (median over rounds) and the simulator's makespan, in seconds.
+type Case struct {
+	Query, Policy, Set string
+	Engine, Sim        float64
+	EngineRounds       []float64
+}
+
+// Err is (sim − engine) / engine.
+func (c Case) Err() float64 { return (c.Sim - c.Engine) / c.Engine }
+
+// Report is the outcome of a validation.
+type Report struct {
+	Profile string
+	Cases   []Case
+	// MedianAbs, P90Abs, MaxAbs summarize |Err| over the cases.
+	MedianAbs, P90Abs, MaxAbs float64
+	// Tau is Kendall's τ per query between the engine's and the
+	// simulator's times over the query's cases (1: same ranking).
+	Tau     map[string]float64
+	Queries []string
+	// Figure lists the figure files written (Out).
+	Figure []string
+}
+
+// SameRanking counts the queries whose τ is 1.
+func (r *Report) SameRanking() int {
+	n := 0
+	for _, q := range r.Queries {
+		if r.Tau[q] == 1 {
+			n++
+		}
+	}
+	return n
+}
+
+// Validate runs every case on the engine (one storage session, cold
+// O_DIRECT reads) and in the simulator with the profile, on the dataset's
+// manifest statistics and the same policy and knobs, and summarizes the
+// prediction error. The simulator sees no measurement of the queries: the
+// profile comes from micro-benchmarks (held-out check).
+func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
+	logw := opts.Log
+	if logw == nil {
+		logw = io.Discard
+	}
+	if opts.Rounds <= 0 {
+		opts.Rounds = 1
+	}
+	if len(opts.Policies) == 0 {
+		opts.Policies = []string{"serial", "overlap"}
+	}
+	if len(opts.Sets) == 0 {
+		opts.Sets = []string{""}
+	}
+	names, err := engine.ParseQueries(opts.Queries)
+	if err != nil {
+		return nil, err
+	}
+	prof, err := sim.LoadProfileLog(opts.Profile, logw)
+	if err != nil {
+		return nil, err
+	}
+	if g := prof.Node.GPUs; g != runtime.GOMAXPROCS(0) {
+		fmt.Fprintf(logw, "warning: profile %s has %d devices, the engine here runs %d worker groups\n", prof.Name, g, runtime.GOMAXPROCS(0))
+	}
+	ds, err := dataset.Open(opts.Data)
+	if err != nil {
+		return nil, err
+	}
+	tables := tpch.PlanStats(ds)
+	sf := ds.Manifest.ScaleFactor
+	if !(sf > 0) {
+		if sf, err = plan.TPCHScaleFactor(tables); err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", opts.Data, err)
+		}
+	}
+	var cases []Case
+	for _, q := range names {
+		for _, set := range opts.Sets {
+			for _, pol := range opts.Policies {
+				cases = append(cases, Case{Query: q, Policy: pol, Set: set})
+			}
+		}
+	}
+	// Simulator: deterministic, once per case.
+	for i := range cases {
+		c := &cases[i]
+		p, err := queries.Build(c.Query, sf, tables)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %w", err)
+		}
+		pol, err := scheduler.NewPolicy(c.Policy, c.Set)
+		if err != nil {
+			return nil, err
+		}
+		rep, err := sim.Simulate(ctx, p, prof, 1, pol, nil, 0, 0)
+		if err != nil {
+			return nil, err
+		}
+		c.Sim = float64(rep.MakespanNs) / 1e9
+	}
+	// Engine: rounds of all cases in a seeded random order.
+	defer engine.TuneGC()()
+	reader, err := engine.OpenSession(ctx, ds, engine.QueryOptions{Log: logw})
+	if err != nil {
+		return nil, err
+	}
+	defer reader.Close()
+	rng := rand.New(rand.NewPCG(opts.Seed, 0x7a11))
+	order := make([]int, len(cases))
+	for i := range order {
+		order[i] = i
+	}
+	started := time.Now().UTC().Format(time.RFC3339)
+	for r := 0; r < opts.Rounds; r++ {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, i := range order {
+			c := &cases[i]
+			res, err := engine.Query(ctx, ds, c.Query, engine.QueryOptions{Policy: c.Policy, Set: c.Set, Reader: reader, Log: logw})
+			if err != nil {
+				return nil, err
+			}
+			c.EngineRounds = append(c.EngineRounds, res.Wall.Seconds())
+			fmt.Fprintf(logw, "round %d %s %s %s: engine %.3f s\n", r+1, c.Query, c.Policy, c.Set, res.Wall.Seconds())
+		}
+	}
+	rep := &Report{Profile: prof.Name, Cases: cases, Tau: map[string]float64{}, Queries: names}
+	var abs []float64
+	for i := range cases {
+		c := &cases[i]
+		c.Engine = median(c.EngineRounds)
+		abs = append(abs, math.Abs(c.Err()))
+	}
+	slices.Sort(abs)
+	rep.MedianAbs, rep.P90Abs, rep.MaxAbs = quantile(abs, 0.5), quantile(abs, 0.9), abs[len(abs)-1]
+	for _, q := range names {
+		var e, s []float64
+		for _, c := range cases {
+			if c.Query == q {
+				e, s = append(e, c.Engine), append(s, c.Sim)
+			}
+		}
+		rep.Tau[q] = KendallTau(e, s)
+	}
+	if opts.Out != "" {
+		if err := writeValidation(rep, opts, prof.Name, sf, started, logw); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// KendallTau is Kendall's τ-a of two equal-length samples: (concordant −
+// discordant) / pairs; a tie in either counts as neither. Fewer than two
+// values give 1.
+func KendallTau(a, b []float64) float64 {
+	n := len(a)
+	if n < 2 || len(b) != n {
+		return 1
+	}
+	var s float64
+	for i := 0; i < n; i++ {
+		for j := i + 1; j < n; j++ {
+			s += sign(a[i]-a[j]) * sign(b[i]-b[j])
+		}
+	}
+	return s / float64(n*(n-1)/2)
+}
+
+func sign(v float64) float64 {
+	switch {
+	case v > 0:
+		return 1
+	case v < 0:
+		return -1
+	}
+	return 0
+}
+
+func median(v []float64) float64 {
+	s := slices.Clone(v)
+	slices.Sort(s)
+	if len(s) == 0 {
+		return math.NaN()
+	}
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// quantile of sorted values by linear interpolation between ranks.
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 0 {
+		return math.NaN()
+	}
+	pos := q * float64(len(sorted)-1)
+	lo := int(math.Floor(pos))
+	hi := min(lo+1, len(sorted)-1)
+	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
+}
+
+// WriteText prints the cases and the summary.
+func (r *Report) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%-5s %-8s %-14s %9s %9s %8s\n", "query", "policy", "set", "engine s", "sim s", "error")
+	for _, c := range r.Cases {
+		set := c.Set
+		if set == "" {
+			set = "-"
+		}
+		fmt.Fprintf(&b, "%-5s %-8s %-14s %9.3f %9.3f %+7.1f%%\n", c.Query, c.Policy, set, c.Engine, c.Sim, 100*c.Err())
+	}
+	fmt.Fprintf(&b, "\n|error| over %d cases: median %.1f%%, P90 %.1f%%, max %.1f%%\n", len(r.Cases), 100*r.MedianAbs, 100*r.P90Abs, 100*r.MaxAbs)
+	fmt.Fprintf(&b, "ranking of the cases per query (Kendall τ, engine vs sim):")
+	for _, q := range r.Queries {
+		fmt.Fprintf(&b, " %s %.2f", q, r.Tau[q])
+	}
+	fmt.Fprintf(&b, "\nsame ranking: %d of %d queries\n", r.SameRanking(), len(r.Queries))
+	for _, f := range r.Figure {
+		fmt.Fprintf(&b, "figure: %s\n", f)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// writeValidation appends the engine and sim rows to Out/results.csv and
+// draws the sim-vs-engine figure there.
+func writeValidation(rep *Report, opts ValidateOptions, profile string, sf float64, started string, logw io.Writer) error {
+	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
+		return fmt.Errorf("calibrate: %w", err)
+	}
+	host, _ := os.Hostname()
+	machine := fmt.Sprintf("%s, %d CPUs, %s/%s", host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	var all []experiments.Result
+	for _, c := range rep.Cases {
+		base := experiments.Result{Spec: "validate", Profile: profile, Machine: machine, Nodes: 1, SF: sf,
+			Query: c.Query, Policy: c.Policy, Set: c.Set, Started: started}
+		for i, s := range c.EngineRounds {
+			r := base
+			r.Backend, r.Rep, r.Seconds = "engine", i, s
+			r.Key = strings.Join([]string{"validate", profile, r.Backend, c.Query, c.Policy, c.Set, fmt.Sprint(i), started}, "|")
+			all = append(all, r)
+		}
+		r := base
+		r.Backend, r.Seconds = "sim", c.Sim
+		r.Key = strings.Join([]string{"validate", profile, r.Backend, c.Query, c.Policy, c.Set, "0", started}, "|")
+		all = append(all, r)
+	}
+	for _, r := range all {
+		if err := experiments.AppendResult(opts.Out, r); err != nil {
+			return err
+		}
+	}
+	files, err := drawScatter(all, opts.Out)
+	if err != nil {
+		fmt.Fprintf(logw, "warning: sim-vs-engine figure: %v\n", err)
+	}
+	rep.Figure = files
+	return nil
+}
+
+// figureName is the sim-vs-engine figure's base name in Out.
+const figureName = "sim-vs-engine"
+
+func drawScatter(results []experiments.Result, out string) ([]string, error) {
+	p, err := plots.Scatter(results)
+	if err != nil {
+		return nil, err
+	}
+	var files []string
+	for _, ext := range []string{"png", "svg"} {
+		path := filepath.Join(out, figureName+"."+ext)
+		if err := plots.Save(p, path); err != nil {
+			return files, err
+		}
+		files = append(files, path)
+	}
+	return files, nil
+}

@@ -1,0 +1,248 @@
+package costmodel
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// FitQuality is how well a fitted cost function reproduces the samples it
+// was fitted on: the coefficient of determination R² (1: perfect; ≤ 0: no
+// better than the mean) and the mean absolute percentage error.
+type FitQuality struct {
+	N    int
+	R2   float64
+	MAPE float64
+}
+
+func (q FitQuality) String() string {
+	return fmt.Sprintf("n=%d R²=%.3f MAPE=%.1f%%", q.N, q.R2, 100*q.MAPE)
+}
+
+// Quality compares predictions with measurements (equal lengths; entries
+// with a non-positive measurement are left out of the MAPE).
+func Quality(pred, meas []float64) FitQuality {
+	q := FitQuality{N: len(meas)}
+	if len(meas) == 0 || len(pred) != len(meas) {
+		return q
+	}
+	var mean float64
+	for _, v := range meas {
+		mean += v
+	}
+	mean /= float64(len(meas))
+	var ssRes, ssTot, ape float64
+	nape := 0
+	for i, v := range meas {
+		d := pred[i] - v
+		ssRes += d * d
+		ssTot += (v - mean) * (v - mean)
+		if v > 0 {
+			ape += math.Abs(d) / v
+			nape++
+		}
+	}
+	if ssTot > 0 {
+		q.R2 = 1 - ssRes/ssTot
+	} else if ssRes == 0 {
+		q.R2 = 1
+	}
+	if nape > 0 {
+		q.MAPE = ape / float64(nape)
+	}
+	return q
+}
+
+// Round6 rounds v to 6 significant digits: what a profile file stores, so
+// a fit's quality is computed on the numbers the profile will hold.
+func Round6(v float64) float64 {
+	r, _ := strconv.ParseFloat(strconv.FormatFloat(v, 'g', 6, 64), 64)
+	return r
+}
+
+// OpSample is one measured run of an operator: input bytes and rows, and
+// the time it took (ns).
+type OpSample struct {
+	Bytes, Rows, Ns float64
+}
+
+// FitWeightPower sets how fits weigh samples: each residual is divided by
+// y^FitWeightPower. 1 minimizes squared relative errors (every sample
+// counts alike), 0 plain squared errors (the longest samples decide);
+// the default ½ is between: one operator kind lumps expressions whose
+// per-row costs differ 50x, and a query's time is made of its large
+// kernels, which relative weighting would let the many cheap ones
+// outvote.
+var FitWeightPower = 0.5
+
+// relNNLS fits y ≈ X·c, c ≥ 0, minimizing Σ((X·c − y)/y^FitWeightPower)².
+func relNNLS(x [][]float64, y []float64) ([]float64, error) {
+	if len(x) == 0 {
+		return nil, fmt.Errorf("costmodel: fit: no samples")
+	}
+	n := len(x[0])
+	a := mat.NewDense(len(x), n, nil)
+	b := make([]float64, len(x))
+	for i, row := range x {
+		w := 1.0
+		if y[i] > 0 {
+			w = math.Pow(y[i], -FitWeightPower)
+		}
+		for j, v := range row {
+			a.Set(i, j, v*w)
+		}
+		b[i] = y[i] * w
+	}
+	return NNLS(a, b)
+}
+
+// FitOpCost fits OpCost (Fixed + bytes/ByteRate + rows/RowRate, all terms
+// non-negative) to samples by non-negative least squares, residuals
+// weighted by FitWeightPower. Coefficients are rounded as a profile stores them (Round6,
+// whole ns) before the quality is computed. Fewer than one sample is an
+// error.
+func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
+	if len(samples) == 0 {
+		return OpCost{}, FitQuality{}, fmt.Errorf("costmodel: fit operator cost: no samples")
+	}
+	x := make([][]float64, len(samples))
+	y := make([]float64, len(samples))
+	for i, s := range samples {
+		x[i] = []float64{1, s.Bytes, s.Rows}
+		y[i] = s.Ns
+	}
+	c, err := relNNLS(x, y)
+	if err != nil {
+		return OpCost{}, FitQuality{}, err
+	}
+	oc := OpCost{Fixed: Duration(math.Round(c[0]))}
+	if c[1] > 0 {
+		oc.ByteRate = Rate(Round6(1e9 / c[1]))
+	}
+	if c[2] > 0 {
+		oc.RowRate = Rate(Round6(1e9 / c[2]))
+	}
+	pred := make([]float64, len(samples))
+	for i, s := range samples {
+		pred[i] = oc.Ns(s.Bytes, s.Rows)
+	}
+	return oc, Quality(pred, y), nil
+}
+
+// FitTransfer fits Transfer (Latency + bytes/Bandwidth) to (bytes, ns)
+// samples, like FitOpCost. A zero per-byte term leaves Bandwidth 0
+// (infinitely fast: latency only).
+func FitTransfer(samples []OpSample) (Transfer, FitQuality, error) {
+	if len(samples) == 0 {
+		return Transfer{}, FitQuality{}, fmt.Errorf("costmodel: fit transfer: no samples")
+	}
+	x := make([][]float64, len(samples))
+	y := make([]float64, len(samples))
+	for i, s := range samples {
+		x[i] = []float64{1, s.Bytes}
+		y[i] = s.Ns
+	}
+	c, err := relNNLS(x, y)
+	if err != nil {
+		return Transfer{}, FitQuality{}, err
+	}
+	t := Transfer{Latency: Duration(math.Round(c[0]))}
+	if c[1] > 0 {
+		t.Bandwidth = Rate(Round6(1e9 / c[1]))
+	}
+	pred := make([]float64, len(samples))
+	for i, s := range samples {
+		pred[i] = t.Ns(int64(s.Bytes))
+	}
+	return t, Quality(pred, y), nil
+}
+
+// ReadSample is one storage measurement: Tasks reads of Size bytes each,
+// Depth of them outstanding at all times, took Ns in all.
+type ReadSample struct {
+	Size  int64
+	Depth int
+	Tasks int
+	Ns    float64
+}
+
+// FitStorage fits the Storage model to read samples. The device queue
+// depth of a sample is q = Depth·min(taskQD, ⌈Size/request⌉), capped at
+// maxQD (the reader's own limit); each read then takes
+//
+//	t = Latency + Size·Depth / B(q)
+//
+// (Depth reads share the bandwidth). One weighted NNLS (FitWeightPower) fits the
+// latency and 1/B(q) per distinct q; Bandwidth is the largest B(q) and
+// the curve holds B(q)/Bandwidth at each q (sorted by q). The quality
+// compares the model's elapsed time per sample, Tasks/Depth·t, with the
+// measured.
+func FitStorage(samples []ReadSample, request int64, taskQD, maxQD int) (Storage, FitQuality, error) {
+	if len(samples) == 0 {
+		return Storage{}, FitQuality{}, fmt.Errorf("costmodel: fit storage: no samples")
+	}
+	if request <= 0 || taskQD < 1 || maxQD < 1 {
+		return Storage{}, FitQuality{}, fmt.Errorf("costmodel: fit storage: request %d, task QD %d and max QD %d must be positive", request, taskQD, maxQD)
+	}
+	st := Storage{Request: Bytes(request), TaskQD: taskQD}
+	qOf := func(s ReadSample) int {
+		return min(s.Depth*st.TaskRequests(s.Size), maxQD)
+	}
+	levels := map[int]int{}
+	for _, s := range samples {
+		if s.Size <= 0 || s.Depth < 1 || s.Tasks < 1 || !(s.Ns > 0) {
+			return Storage{}, FitQuality{}, fmt.Errorf("costmodel: fit storage: bad sample %+v", s)
+		}
+		levels[qOf(s)] = 0
+	}
+	qs := make([]int, 0, len(levels))
+	for q := range levels {
+		qs = append(qs, q)
+	}
+	sort.Ints(qs)
+	for i, q := range qs {
+		levels[q] = i
+	}
+	x := make([][]float64, len(samples))
+	y := make([]float64, len(samples))
+	for i, s := range samples {
+		row := make([]float64, 1+len(qs))
+		row[0] = 1
+		row[1+levels[qOf(s)]] = float64(s.Size) * float64(s.Depth)
+		x[i] = row
+		y[i] = s.Ns * float64(s.Depth) / float64(s.Tasks)
+	}
+	c, err := relNNLS(x, y)
+	if err != nil {
+		return Storage{}, FitQuality{}, err
+	}
+	st.Latency = Duration(math.Round(c[0]))
+	var bmax float64
+	for i := range qs {
+		if c[1+i] > 0 {
+			bmax = math.Max(bmax, 1e9/c[1+i])
+		}
+	}
+	if bmax <= 0 {
+		return Storage{}, FitQuality{}, fmt.Errorf("costmodel: fit storage: no queue depth has a finite bandwidth")
+	}
+	st.Bandwidth = Rate(Round6(bmax))
+	for i, q := range qs {
+		frac := 1.0
+		if c[1+i] > 0 {
+			frac = Round6(math.Min(1, 1e9/c[1+i]/float64(st.Bandwidth)))
+		}
+		st.Curve = append(st.Curve, QDPoint{QD: float64(q), Frac: frac})
+	}
+	pred := make([]float64, len(samples))
+	meas := make([]float64, len(samples))
+	for i, s := range samples {
+		t := float64(st.Latency) + float64(s.Size)*float64(s.Depth)*1e9/st.BandwidthAt(float64(qOf(s)))
+		pred[i] = t * float64(s.Tasks) / float64(s.Depth)
+		meas[i] = s.Ns
+	}
+	return st, Quality(pred, meas), nil
+}

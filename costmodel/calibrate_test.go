@@ -1,0 +1,172 @@
+package costmodel
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"gonum.org/v1/gonum/mat"
+)
+
+// bruteNNLS solves min ||Ax-b|| s.t. x >= 0 for small n by trying every
+// support set (unconstrained LS on it, kept if feasible) — independent of
+// the active-set method.
+func bruteNNLS(a *mat.Dense, b []float64) ([]float64, float64) {
+	m, n := a.Dims()
+	best, bestRes := make([]float64, n), math.Inf(1)
+	for mask := 0; mask < 1<<n; mask++ {
+		var cols []int
+		for j := 0; j < n; j++ {
+			if mask&(1<<j) != 0 {
+				cols = append(cols, j)
+			}
+		}
+		x := make([]float64, n)
+		if len(cols) > 0 {
+			sub := mat.NewDense(m, len(cols), nil)
+			for c, j := range cols {
+				for i := 0; i < m; i++ {
+					sub.Set(i, c, a.At(i, j))
+				}
+			}
+			var s mat.VecDense
+			if err := s.SolveVec(sub, mat.NewVecDense(m, b)); err != nil {
+				continue
+			}
+			ok := true
+			for c, j := range cols {
+				if s.AtVec(c) < 0 {
+					ok = false
+				}
+				x[j] = s.AtVec(c)
+			}
+			if !ok {
+				continue
+			}
+		}
+		if r := residual(a, x, b); r < bestRes {
+			best, bestRes = x, r
+		}
+	}
+	return best, bestRes
+}
+
+func residual(a *mat.Dense, x, b []float64) float64 {
+	var r mat.VecDense
+	r.MulVec(a, mat.NewVecDense(len(x), x))
+	var s float64
+	for i := range b {
+		d := r.AtVec(i) - b[i]
+		s += d * d
+	}
+	return math.Sqrt(s)
+}
+
+func TestNNLSKnownSolution(t *testing.T) {
+	// b = A·x* exactly with x* >= 0: NNLS recovers x*.
+	a := mat.NewDense(5, 3, []float64{1, 1e6, 2e5, 1, 2e6, 1e5, 1, 5e6, 9e5, 1, 1e7, 3e6, 1, 3e5, 7e4})
+	want := []float64{5000, 0.25, 4}
+	var bv mat.VecDense
+	bv.MulVec(a, mat.NewVecDense(3, want))
+	got, err := NNLS(a, bv.RawVector().Data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for j := range want {
+		if math.Abs(got[j]-want[j]) > 1e-6*math.Max(1, want[j]) {
+			t.Fatalf("x = %v, want %v", got, want)
+		}
+	}
+}
+
+func TestNNLSNonNegativeVsBruteForce(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := 0; trial < 200; trial++ {
+		m, n := 4+rng.IntN(8), 1+rng.IntN(4)
+		a := mat.NewDense(m, n, nil)
+		b := make([]float64, m)
+		for i := 0; i < m; i++ {
+			for j := 0; j < n; j++ {
+				a.Set(i, j, rng.NormFloat64())
+			}
+			b[i] = rng.NormFloat64()
+		}
+		x, err := NNLS(a, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range x {
+			if v < 0 {
+				t.Fatalf("trial %d: negative x %v", trial, x)
+			}
+		}
+		_, want := bruteNNLS(a, b)
+		if got := residual(a, x, b); got > want*(1+1e-6)+1e-9 {
+			t.Fatalf("trial %d: residual %g, brute force %g (x %v)", trial, got, want, x)
+		}
+	}
+}
+
+func TestFitOpCostRecovers(t *testing.T) {
+	want := OpCost{Fixed: 2000, ByteRate: 2e9, RowRate: 100e6}
+	var s []OpSample
+	for _, r := range []float64{1e3, 1e4, 1e5, 1e6} {
+		for _, w := range []float64{8, 24, 60} {
+			s = append(s, OpSample{Bytes: r * w, Rows: r, Ns: want.Ns(r*w, r)})
+		}
+	}
+	got, q, err := FitOpCost(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(float64(got.Fixed-want.Fixed)) > 2 || math.Abs(float64(got.ByteRate/want.ByteRate)-1) > 1e-4 ||
+		math.Abs(float64(got.RowRate/want.RowRate)-1) > 1e-4 {
+		t.Fatalf("fit %+v, want %+v", got, want)
+	}
+	if q.R2 < 0.9999 || q.MAPE > 1e-3 {
+		t.Fatalf("quality %v on exact data", q)
+	}
+}
+
+func TestFitStorageRecovers(t *testing.T) {
+	want := Storage{Bandwidth: 2e9, Latency: 100000, Request: 1 << 20, TaskQD: 32,
+		Curve: []QDPoint{{1, 0.4}, {4, 0.8}, {16, 1}}}
+	var s []ReadSample
+	for _, size := range []int64{64 << 10, 1 << 20} {
+		for _, d := range []int{1, 4, 16} {
+			q := float64(d * want.TaskRequests(size))
+			per := float64(want.Latency) + float64(size)*float64(d)*1e9/want.BandwidthAt(q)
+			s = append(s, ReadSample{Size: size, Depth: d, Tasks: 100, Ns: per * 100 / float64(d)})
+		}
+	}
+	got, q, err := FitStorage(s, 1<<20, 32, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(float64(got.Bandwidth/want.Bandwidth)-1) > 1e-4 || math.Abs(float64(got.Latency-want.Latency)) > 2 || len(got.Curve) != 3 {
+		t.Fatalf("fit %+v, want %+v", got, want)
+	}
+	for i, p := range got.Curve {
+		if p.QD != want.Curve[i].QD || math.Abs(p.Frac-want.Curve[i].Frac) > 1e-4 {
+			t.Fatalf("curve %v, want %v", got.Curve, want.Curve)
+		}
+	}
+	if q.R2 < 0.9999 {
+		t.Fatalf("quality %v on exact data", q)
+	}
+}
+
+func TestProvenanceMismatch(t *testing.T) {
+	cur := HostProvenance()
+	if d := cur.Mismatch(cur); len(d) != 0 {
+		t.Fatalf("this machine differs from itself: %v", d)
+	}
+	other := cur
+	other.CPU, other.Engine, other.Cores = "Some Other CPU", "gostachio-cpu-engine/0", cur.Cores+1
+	if d := other.Mismatch(cur); len(d) != 3 {
+		t.Fatalf("mismatches %v, want cpu, cores and engine", d)
+	}
+	if d := (Provenance{}).Mismatch(cur); len(d) != 0 {
+		t.Fatalf("an empty provenance should not warn: %v", d)
+	}
+}
