@@ -23,12 +23,17 @@ import (
 //
 // Concurrency: Start is called from the scheduler's goroutine only; work
 // runs on goroutines that report back through the completion queue, which
-// Next drains. Data of the run (unit buffers, per-device outputs, partial
+// Next drains; Start may be called while Next blocks (scheduler.RunNode).
+//
+// In a cluster (BackendOptions.Nodes > 1) a backend runs the tasks of one
+// node: its sends to other nodes go through BackendOptions.Remote, and
+// what other nodes send here arrives through Receive. Data of the run (unit buffers, per-device outputs, partial
 // aggregate states, hash tables) lives in a runData guarded per pipeline.
 type Backend struct {
 	ds     *dataset.Dataset
 	plan   *plan.Plan
 	topo   scheduler.Topology
+	node   int32
 	clock  *storage.MonotonicClock
 	reader *storage.Reader
 	// ownReader: the backend made the reader and closes it.
@@ -72,6 +77,22 @@ type BackendOptions struct {
 	// (and is not closed with it): a session reuses one reader, whose
 	// io_uring setup and buffer registration cost a few hundred ms once.
 	Reader *storage.Reader
+	// Nodes is the number of nodes of the cluster (0 or 1: this process
+	// alone) and Node the one this backend runs (0 <= Node < Nodes). Every
+	// node has Devices devices; exchanges span all Nodes x Devices workers.
+	Node, Nodes int
+	// Remote moves exchange data to other nodes; required when Nodes > 1.
+	Remote Remote
+}
+
+// Remote moves exchange data to the other nodes of a cluster (package
+// engine/cluster implements it over TCP).
+type Remote interface {
+	// Send hands batches of pipeline pipe to device dev of node node and
+	// returns once that node's backend has stored them (Backend.Receive),
+	// or with an error naming the node. It is called concurrently, with at
+	// least one batch; the batches are read-only (they may be shared).
+	Send(ctx context.Context, node, pipe, dev int, batches []*cpu.Batch) error
 }
 
 // NewBackend prepares a run of p over dataset ds.
@@ -82,12 +103,21 @@ func NewBackend(ds *dataset.Dataset, p *plan.Plan, opts BackendOptions) (*Backen
 	if opts.Mem <= 0 {
 		return nil, fmt.Errorf("engine: memory budget %d must be positive", opts.Mem)
 	}
+	if opts.Nodes <= 0 {
+		opts.Nodes = 1
+	}
+	if opts.Node < 0 || opts.Node >= opts.Nodes {
+		return nil, fmt.Errorf("engine: node %d outside a %d-node cluster", opts.Node, opts.Nodes)
+	}
+	if opts.Nodes > 1 && opts.Remote == nil {
+		return nil, fmt.Errorf("engine: a %d-node cluster needs a transport for its exchanges (BackendOptions.Remote)", opts.Nodes)
+	}
 	if err := checkExecutable(p); err != nil {
 		return nil, err
 	}
 	pinned := opts.Mem / 4
-	b := &Backend{ds: ds, plan: p, clock: storage.NewMonotonicClock(),
-		topo: scheduler.Topology{Nodes: 1, Devices: opts.Devices, SSDs: 1, NICs: 1,
+	b := &Backend{ds: ds, plan: p, clock: storage.NewMonotonicClock(), node: int32(opts.Node),
+		topo: scheduler.Topology{Nodes: opts.Nodes, Devices: opts.Devices, SSDs: 1, NICs: 1,
 			DeviceMem: (opts.Mem - pinned) / int64(opts.Devices), PinnedMem: pinned},
 		slots: make(chan struct{}, runtime.GOMAXPROCS(0)), notify: make(chan struct{}, 1),
 		reads: map[uint64]pendingRead{}}
@@ -103,6 +133,10 @@ func NewBackend(ds *dataset.Dataset, p *plan.Plan, opts BackendOptions) (*Backen
 	}
 	b.alloc = b.reader.Allocator()
 	b.data = newRunData(ds, p, opts.Devices, opts.Mem)
+	b.data.node, b.data.nodes, b.data.remote = opts.Node, opts.Nodes, opts.Remote
+	if opts.Nodes > 1 {
+		b.data.resizePending()
+	}
 	return b, nil
 }
 
@@ -162,6 +196,9 @@ func (b *Backend) PeakRetained() int64 { return b.data.peak.Load() }
 
 // Start implements scheduler.Backend.
 func (b *Backend) Start(t *scheduler.Task) error {
+	if t.Node != b.node {
+		return fmt.Errorf("engine: node %d backend asked to run %s task %d of node %d", b.node, t.Kind, t.ID, t.Node)
+	}
 	b.mu.Lock()
 	b.started++
 	b.mu.Unlock()
@@ -173,7 +210,16 @@ func (b *Backend) Start(t *scheduler.Task) error {
 		now := b.Now()
 		b.complete(scheduler.Completion{Task: t, Start: now})
 		return nil
-	case scheduler.TaskH2D, scheduler.TaskKernel, scheduler.TaskD2H, scheduler.TaskSend, scheduler.TaskMerge:
+	case scheduler.TaskSend:
+		if t.Peer.Node != b.node {
+			// A send to another node waits for the network, not a core:
+			// it holds no CPU slot.
+			go b.runRemoteSend(t)
+			return nil
+		}
+		go b.runCPU(t)
+		return nil
+	case scheduler.TaskH2D, scheduler.TaskKernel, scheduler.TaskD2H, scheduler.TaskMerge:
 		go b.runCPU(t)
 		return nil
 	}
@@ -198,13 +244,28 @@ func (b *Backend) runCPU(t *scheduler.Task) {
 	case scheduler.TaskD2H:
 		err = b.data.copyOut(t)
 	case scheduler.TaskSend:
-		err = b.data.send(t)
+		err = b.data.send(b.ctx, t)
 	case scheduler.TaskMerge:
 		c.OutRows, c.OutBytes, err = b.data.merge(t)
 	}
 	<-b.slots
 	c.Err = err
 	b.complete(c)
+}
+
+// runRemoteSend runs a send to another node (see Start).
+func (b *Backend) runRemoteSend(t *scheduler.Task) {
+	c := scheduler.Completion{Task: t, Start: b.Now()}
+	c.Err = b.data.send(b.ctx, t)
+	b.complete(c)
+}
+
+// Receive stores exchange batches of pipeline pipe that another node sent
+// to device dev of this node: they join what the pipeline left on dev, as
+// a local send's do. The cluster transport calls it, concurrently with the
+// run; the backend owns the batches from then on.
+func (b *Backend) Receive(pipe, dev int, batches []*cpu.Batch) error {
+	return b.data.receive(pipe, dev, batches)
 }
 
 // startRead submits a data or metadata read to the storage reader.

@@ -15,15 +15,17 @@ import (
 
 // runData is the data of one run: what each task reads and writes.
 //
-// Where data lives (W devices):
+// Where data lives (D devices on this node, W = nodes x D workers in the
+// cluster; worker w is device w%D of node w/D):
 //   - a scan unit's read buffers, then (after its h2d) its decoded batch,
 //     then (after its kernel) its output until d2h or sends move it: units;
 //   - what pipeline p left on device d — exchange deliveries (the self
 //     share lands at the kernel, the rest at each send), and the retained
 //     outputs of accumulating pipelines (hash builds, final aggregates,
 //     sorts): pipes[p].left[d];
-//   - exchange output of device s for device d not yet sent:
-//     pipes[p].pending[s][d];
+//   - exchange output of device s for worker w not yet sent:
+//     pipes[p].pending[s][w] (a send to another node hands it to the
+//     Remote transport; that node's Receive appends it to its left);
 //   - the partial aggregate state of p on d: pipes[p].state[d], turned
 //     into batches (and routed like a unit's exchange output) the first
 //     time a flush send, a d2h or a consumer needs it;
@@ -32,8 +34,12 @@ import (
 type runData struct {
 	ds      *dataset.Dataset
 	plan    *plan.Plan
-	devices int
+	devices int // on this node
 	mem     int64
+	// node of nodes: this backend's place in a cluster (0 of 1 alone);
+	// remote carries sends to other nodes.
+	node, nodes int
+	remote      Remote
 
 	mu    sync.Mutex
 	units map[unitKey]*unitData
@@ -88,7 +94,7 @@ type pipeData struct {
 }
 
 func newRunData(ds *dataset.Dataset, p *plan.Plan, devices int, mem int64) *runData {
-	d := &runData{ds: ds, plan: p, devices: devices, mem: mem, units: map[unitKey]*unitData{},
+	d := &runData{ds: ds, plan: p, devices: devices, mem: mem, nodes: 1, units: map[unitKey]*unitData{},
 		pipes: make([]pipeData, len(p.Pipelines))}
 	for i := range p.Pipelines {
 		pl := &p.Pipelines[i]
@@ -120,6 +126,38 @@ func newRunData(ds *dataset.Dataset, p *plan.Plan, devices int, mem int64) *runD
 		pd.tables = make([]*cpu.HashTable, devices)
 	}
 	return d
+}
+
+// resizePending widens each pipeline's pending exchange output to the
+// cluster's workers (newRunData makes it for one node).
+func (d *runData) resizePending() {
+	for i := range d.pipes {
+		for s := range d.pipes[i].pending {
+			d.pipes[i].pending[s] = make([][]*cpu.Batch, d.workers())
+		}
+	}
+}
+
+// workers is the number of exchange destinations in the cluster.
+func (d *runData) workers() int { return d.nodes * d.devices }
+
+// receive stores exchange batches another node sent to device dev.
+func (d *runData) receive(pipe, dev int, batches []*cpu.Batch) error {
+	if pipe < 0 || pipe >= len(d.pipes) || dev < 0 || dev >= d.devices {
+		return fmt.Errorf("engine: node %d received data for pipeline %d device %d outside plan %s on %d devices", d.node, pipe, dev, d.plan.Name, d.devices)
+	}
+	pd := &d.pipes[pipe]
+	if pd.kind != kindExchange && pd.kind != kindAgg {
+		return fmt.Errorf("engine: node %d received data for pipeline %d of plan %s, which does not end in an exchange", d.node, pipe, d.plan.Name)
+	}
+	var n int64
+	for _, b := range batches {
+		n += batchBytes(b)
+	}
+	pd.mu.Lock()
+	pd.left[dev] = append(pd.left[dev], batches...)
+	pd.mu.Unlock()
+	return d.track(n)
 }
 
 // checkExecutable rejects plans the CPU engine cannot run: text-only

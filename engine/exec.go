@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"context"
 	"fmt"
 
 	"gostachio/kernels/cpu"
@@ -280,17 +281,19 @@ func (d *runData) materialize(p int32, dev int) error {
 	return err
 }
 
-// route splits an exchange output of device src over the workers by the
-// pipeline's sink (gather: all to 0; broadcast: all to every worker;
-// shuffle: hash partitions on the sink's keys). The share of src itself
-// lands at once; the others wait for their send.
+// route splits an exchange output of device src over the workers of the
+// cluster by the pipeline's sink (gather: all to worker 0; broadcast: all
+// to every worker; shuffle: hash partitions on the sink's keys). The share
+// of src itself lands at once; the others wait for their send.
 func (d *runData) route(p int32, src int, b *cpu.Batch) ([]int64, error) {
 	pd := &d.pipes[p]
-	sizes := make([]int64, d.devices)
+	W := d.workers()
+	self := d.node*d.devices + src
+	sizes := make([]int64, W)
 	if b == nil {
 		return sizes, nil
 	}
-	shares := make([]*cpu.Batch, d.devices)
+	shares := make([]*cpu.Batch, W)
 	switch pd.sink.Kind {
 	case plan.OpGather:
 		shares[0] = b
@@ -299,7 +302,7 @@ func (d *runData) route(p int32, src int, b *cpu.Batch) ([]int64, error) {
 			shares[w] = b
 		}
 	case plan.OpShuffle:
-		ps, err := cpu.Partition(b, pd.sink.Keys, d.devices)
+		ps, err := cpu.Partition(b, pd.sink.Keys, W)
 		if err != nil {
 			return nil, err
 		}
@@ -313,8 +316,8 @@ func (d *runData) route(p int32, src int, b *cpu.Batch) ([]int64, error) {
 		}
 		sizes[w] = s.Bytes()
 		total += sizes[w]
-		if w == src {
-			pd.left[w] = append(pd.left[w], s)
+		if w == self {
+			pd.left[src] = append(pd.left[src], s)
 		} else {
 			pd.pending[src][w] = append(pd.pending[src][w], s)
 		}
@@ -323,24 +326,44 @@ func (d *runData) route(p int32, src int, b *cpu.Batch) ([]int64, error) {
 	return sizes, d.track(total)
 }
 
-// send delivers everything device src holds for device dst of the task's
-// pipeline: a send may carry one unit's share, a coalesced message or a
-// flushed aggregate state; delivering all pending data is right for each
-// (the consumer starts only once the pipeline is done everywhere).
-func (d *runData) send(t *scheduler.Task) error {
-	src, dst := int(t.Device), int(t.PeerDevice)
-	if src < 0 || src >= d.devices || dst < 0 || dst >= d.devices {
-		return fmt.Errorf("engine: send task %d from device %d to %d outside %d devices", t.ID, src, dst, d.devices)
+// send delivers everything device src holds for device dst of node
+// Peer.Node of the task's pipeline: a send may carry one unit's share, a
+// coalesced message or a flushed aggregate state; delivering all pending
+// data is right for each (the consumer starts only once the pipeline is
+// done everywhere). Data for another node goes through the Remote
+// transport; the send completes once that node stored it.
+func (d *runData) send(ctx context.Context, t *scheduler.Task) error {
+	src, dst, dn := int(t.Device), int(t.PeerDevice), int(t.Peer.Node)
+	if src < 0 || src >= d.devices || dst < 0 || dst >= d.devices || dn < 0 || dn >= d.nodes {
+		return fmt.Errorf("engine: send task %d from device %d to device %d of node %d outside %d nodes x %d devices", t.ID, src, dst, dn, d.nodes, d.devices)
 	}
 	if err := d.materialize(t.Pipeline, src); err != nil {
 		return err
 	}
 	pd := &d.pipes[t.Pipeline]
+	w := dn*d.devices + dst
 	pd.mu.Lock()
-	pd.left[dst] = append(pd.left[dst], pd.pending[src][dst]...)
-	pd.pending[src][dst] = nil
+	out := pd.pending[src][w]
+	pd.pending[src][w] = nil
+	if dn == d.node {
+		pd.left[dst] = append(pd.left[dst], out...)
+	}
 	pd.mu.Unlock()
-	return nil
+	if dn == d.node || len(out) == 0 {
+		return nil
+	}
+	if d.remote == nil {
+		return fmt.Errorf("engine: send task %d to node %d: no cluster transport", t.ID, dn)
+	}
+	if err := d.remote.Send(ctx, dn, int(t.Pipeline), dst, out); err != nil {
+		return err
+	}
+	// The data now lives on the other node (its Receive counts it).
+	var n int64
+	for _, b := range out {
+		n += batchBytes(b)
+	}
+	return d.track(-n)
 }
 
 // probe joins b against build pipeline op.Build's table on dev.

@@ -79,6 +79,18 @@ var ErrUnknownQuery = errors.New("engine: unknown query")
 
 // Query runs TPC-H query name ("q1".."q22") on the dataset in ds.
 func Query(ctx context.Context, ds *dataset.Dataset, name string, opts QueryOptions) (*QueryResult, error) {
+	p, err := BuildQuery(ds, name)
+	if err != nil {
+		return nil, err
+	}
+	return RunPlan(ctx, ds, p, opts)
+}
+
+// BuildQuery returns the executable plan of TPC-H query name ("q1".."q22")
+// over ds, at the scale factor of its manifest (or of its table sizes).
+// The plan depends on ds's statistics only, so every node of a cluster
+// reading the same dataset builds the same plan.
+func BuildQuery(ds *dataset.Dataset, name string) (*plan.Plan, error) {
 	tables := tpch.PlanStats(ds)
 	sf := ds.Manifest.ScaleFactor
 	if !(sf > 0) {
@@ -91,7 +103,7 @@ func Query(ctx context.Context, ds *dataset.Dataset, name string, opts QueryOpti
 	if err != nil {
 		return nil, fmt.Errorf("%w %q: %v", ErrUnknownQuery, name, err)
 	}
-	return RunPlan(ctx, ds, p, opts)
+	return p, nil
 }
 
 // RunPlan runs an executable plan over ds through the scheduler.
@@ -124,7 +136,15 @@ func RunPlan(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryO
 	if err := b.Close(); err != nil {
 		return nil, fmt.Errorf("engine: query %s: %w", p.Name, err)
 	}
-	out := &QueryResult{Query: p.Name, Policy: pol.Name(), Wall: wall, Sched: res,
+	return NewQueryResult(p, pol.Name(), b, res, wall), nil
+}
+
+// NewQueryResult assembles the result of a finished run of p on b (closed
+// or not): b's result batch, or, when nothing reached the result, the
+// empty result (one row of NULLs for a scalar aggregate, as SQL gives).
+// In a cluster, node 0's backend holds the result.
+func NewQueryResult(p *plan.Plan, policy string, b *Backend, res scheduler.Result, wall time.Duration) *QueryResult {
+	out := &QueryResult{Query: p.Name, Policy: policy, Wall: wall, Sched: res,
 		IOBytes: b.IOBytes(), PeakRetained: b.PeakRetained(), Batch: b.Result()}
 	cols := resultColumns(p)
 	if out.Batch == nil {
@@ -140,7 +160,7 @@ func RunPlan(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryO
 		}
 	}
 	out.Columns = out.Batch.Names
-	return out, nil
+	return out
 }
 
 // scalarResult reports whether the result pipeline aggregates without

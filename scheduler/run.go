@@ -31,7 +31,7 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 		}
 		nodes[n] = s
 	}
-	finishedOn := make([]int, len(p.Pipelines))
+	coord := NewCoordinator(len(p.Pipelines), len(nodes))
 	inflight := 0
 	for {
 		now := b.Now()
@@ -48,7 +48,7 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 			// Pipelines that finished inside Ready (e.g. with no units) may
 			// release others: ask again until nothing changes.
 			for _, s := range nodes {
-				if settle(s, nodes, finishedOn) {
+				if settle(s, nodes, coord) {
 					again = true
 				}
 			}
@@ -75,35 +75,19 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 		if err := s.Complete(c); err != nil {
 			return res, err
 		}
-		res.Tasks++
-		res.ByKind[t.Kind]++
-		res.BytesByKind[t.Kind] += t.Bytes
-		res.Makespan = max(res.Makespan, c.End)
-		if sink != nil {
-			rows := t.Rows
-			if t.Kind == TaskKernel || t.Kind == TaskMerge {
-				rows = c.OutRows
-			}
-			sink.Record(Event{Task: t.ID, Kind: t.Kind, Res: t.Res, Node: t.Node, Device: t.Device,
-				Pipeline: t.Pipeline, Unit: t.Unit, Table: t.Table, Chunk: t.Chunk, OpKind: t.OpKind, Meta: t.Meta,
-				Start: c.Start, End: c.End, Bytes: t.Bytes, Rows: rows})
-		}
-		settle(s, nodes, finishedOn)
+		record(&res, sink, &c)
+		settle(s, nodes, coord)
 	}
 	for _, s := range nodes {
-		res.PeakPinned = max(res.PeakPinned, s.PeakPinned())
-		res.PeakDevice = max(res.PeakDevice, s.PeakDevice())
-		r, by := s.Result()
-		res.ResultRows += r
-		res.ResultBytes += by
+		finish(&res, s)
 	}
 	return res, nil
 }
 
-// settle routes s's deliveries to other nodes and counts its finished
-// pipelines; a pipeline finished on every node is released everywhere. It
-// reports whether any pipeline finished.
-func settle(s *Scheduler, nodes []*Scheduler, finishedOn []int) bool {
+// settle routes s's deliveries to other nodes and reports its finished
+// pipelines to coord; a pipeline finished on every node is released
+// everywhere. It reports whether any pipeline finished.
+func settle(s *Scheduler, nodes []*Scheduler, coord *Coordinator) bool {
 	for _, d := range s.remote {
 		nodes[d.node].Deliver(d.pipe, d.dev, d.bytes, d.rows)
 	}
@@ -113,8 +97,8 @@ func settle(s *Scheduler, nodes []*Scheduler, finishedOn []int) bool {
 		return false
 	}
 	for _, f := range fin {
-		finishedOn[f]++
-		if finishedOn[f] == len(nodes) {
+		// A scheduler reports each pipeline once, so coord cannot fail.
+		if global, _, _ := coord.Finished(int(s.node), f); global {
 			for _, o := range nodes {
 				o.GlobalDone(f)
 			}

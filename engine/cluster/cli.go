@@ -1,0 +1,260 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"sync"
+	"syscall"
+	"time"
+
+	"gostachio/engine"
+	"gostachio/internal/units"
+	"gostachio/scheduler"
+)
+
+// WorkerOptions are the options of `gostachio worker`.
+type WorkerOptions struct {
+	// RunOptions are the query options; only rank 0's count (Data is
+	// every worker's too: it must name the same dataset everywhere).
+	engine.RunOptions
+	// Timeout is the failure-detection timeout (Options.Timeout).
+	Timeout time.Duration
+	// Getenv reads the launcher's environment (nil: os.Getenv).
+	Getenv func(string) string
+}
+
+// RunWorker is `gostachio worker`: it finds its rank and rank 0 in the
+// environment (FromEnv) and runs its part of the job; rank 0 prints each
+// result on stdout as `gostachio query` does (table, csv or json) and a
+// summary line per query on stderr.
+func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) error {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	rv, err := FromEnv(getenv)
+	if err != nil {
+		return err
+	}
+	if o.Trace != "" {
+		return errors.New("cluster: --trace is not supported on a cluster yet")
+	}
+	switch o.Format {
+	case "", "table", "csv", "json":
+	default:
+		return fmt.Errorf("cluster: unknown format %q (table, csv, json)", o.Format)
+	}
+	names, err := engine.ParseQueries(o.Query)
+	if err != nil {
+		return err
+	}
+	defer engine.TuneGC()()
+	co := Options{Rank: rv.Rank, World: rv.World, Addr: rv.Addr, Timeout: o.Timeout, Log: stderr,
+		Job: Job{Data: o.Data, Queries: names, Policy: o.Policy, Set: o.Set, Devices: o.Devices, Mem: o.Mem,
+			Buffered: o.Buffered, IO: o.IO}}
+	var results []*engine.QueryResult
+	co.OnResult = func(r *engine.QueryResult) error {
+		fmt.Fprintf(stderr, "%s: %d rows in %.3f s on %d workers (policy %s, %d tasks, %d sends moving %s, read %s, peak intermediate %s per worker)\n",
+			r.Query, r.Batch.Rows, r.Wall.Seconds(), rv.World, r.Policy, r.Sched.Tasks, r.Sched.ByKind[scheduler.TaskSend],
+			units.FormatBytes(r.Sched.BytesByKind[scheduler.TaskSend]), units.FormatBytes(r.IOBytes), units.FormatBytes(r.PeakRetained))
+		if o.Format == "json" {
+			results = append(results, r)
+			return nil
+		}
+		if len(names) > 1 {
+			fmt.Fprintf(stdout, "-- %s\n", r.Query)
+		}
+		return engine.WriteResult(stdout, r, o.Format)
+	}
+	if err := Run(ctx, co); err != nil {
+		return err
+	}
+	if o.Format == "json" && rv.Rank == 0 {
+		return writeJSON(stdout, results)
+	}
+	return nil
+}
+
+type jsonResult struct {
+	Query     string     `json:"query"`
+	Policy    string     `json:"policy"`
+	Columns   []string   `json:"columns"`
+	Rows      [][]string `json:"rows"`
+	Seconds   float64    `json:"seconds"`
+	Tasks     int64      `json:"tasks"`
+	IOBytes   int64      `json:"io_bytes"`
+	PeakData  int64      `json:"peak_intermediate_bytes"`
+	SentBytes int64      `json:"sent_bytes"`
+}
+
+func writeJSON(w io.Writer, rs []*engine.QueryResult) error {
+	out := make([]jsonResult, len(rs))
+	for i, r := range rs {
+		out[i] = jsonResult{Query: r.Query, Policy: r.Policy, Columns: r.Columns, Rows: r.Rows(),
+			Seconds: r.Wall.Seconds(), Tasks: r.Sched.Tasks, IOBytes: r.IOBytes, PeakData: r.PeakRetained,
+			SentBytes: r.Sched.BytesByKind[scheduler.TaskSend]}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(out)
+}
+
+// LaunchOptions are the options of `gostachio cluster`.
+type LaunchOptions struct {
+	// Nodes is the number of worker processes.
+	Nodes int
+	// Exe is the gostachio binary to start (os.Executable()); each worker
+	// runs `Exe worker Args...`.
+	Exe  string
+	Args []string
+	// Grace is how long the other workers may take to exit on their own
+	// once one exited (rank 0 aborts them after a failure) before they are
+	// killed (default 15 s).
+	Grace time.Duration
+}
+
+// Launch is `gostachio cluster`: it starts Nodes workers of this binary on
+// this machine (torchrun environment, rank 0 at 127.0.0.1 on a free
+// port), copies rank 0's stdout and stderr, and the others' output to
+// stderr prefixed with "[rank k] ". The workers share one process group,
+// which is killed when ctx ends, when a worker outlives the grace period
+// after another exited, or when this process dies (Linux: parent-death
+// signal); Launch returns only once every worker has been waited for. The
+// error is the interruption (wrapping ctx.Err()), rank 0's failure, or the
+// first other worker's.
+func Launch(ctx context.Context, o LaunchOptions, stdout, stderr io.Writer) error {
+	if o.Nodes < 1 {
+		return fmt.Errorf("cluster: --nodes %d: need at least one worker", o.Nodes)
+	}
+	if o.Grace <= 0 {
+		o.Grace = 15 * time.Second
+	}
+	port, err := freePort()
+	if err != nil {
+		return err
+	}
+	var outMu sync.Mutex
+	type exit struct {
+		rank int
+		err  error
+	}
+	exits := make(chan exit, o.Nodes)
+	pgid := 0
+	kill := func(sig syscall.Signal) {
+		if pgid > 0 {
+			syscall.Kill(-pgid, sig)
+		}
+	}
+	started := 0
+	var startErr error
+	for r := range o.Nodes {
+		cmd := exec.Command(o.Exe, append([]string{"worker"}, o.Args...)...)
+		cmd.Env = append(os.Environ(), "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r),
+			"WORLD_SIZE="+strconv.Itoa(o.Nodes), "LOCAL_WORLD_SIZE="+strconv.Itoa(o.Nodes),
+			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid, Pdeathsig: syscall.SIGKILL}
+		var outR, errR io.ReadCloser
+		if outR, err = cmd.StdoutPipe(); err == nil {
+			errR, err = cmd.StderrPipe()
+		}
+		if err == nil {
+			err = cmd.Start()
+		}
+		if err != nil {
+			startErr = fmt.Errorf("cluster: start worker %d: %w", r, err)
+			break
+		}
+		if pgid == 0 {
+			pgid = cmd.Process.Pid
+		}
+		started++
+		var copiers sync.WaitGroup
+		copyOut := func(src io.Reader, dst io.Writer, prefix string) {
+			defer copiers.Done()
+			sc := bufio.NewScanner(src)
+			sc.Buffer(make([]byte, 64<<10), 16<<20)
+			for sc.Scan() {
+				outMu.Lock()
+				fmt.Fprintf(dst, "%s%s\n", prefix, sc.Bytes())
+				outMu.Unlock()
+			}
+			io.Copy(io.Discard, src)
+		}
+		copiers.Add(2)
+		if r == 0 {
+			go copyOut(outR, stdout, "")
+			go copyOut(errR, stderr, "")
+		} else {
+			p := fmt.Sprintf("[rank %d] ", r)
+			go copyOut(outR, stderr, p)
+			go copyOut(errR, stderr, p)
+		}
+		// Wait for the worker only after its output is copied (exec's
+		// rule: Wait closes the pipes).
+		go func() {
+			copiers.Wait()
+			exits <- exit{r, cmd.Wait()}
+		}()
+	}
+	if startErr != nil {
+		kill(syscall.SIGKILL)
+	}
+	var rank0Err, firstErr, ctxErr error
+	var grace <-chan time.Time
+	ctxDone := ctx.Done()
+	for left := started; left > 0; {
+		select {
+		case e := <-exits:
+			left--
+			if e.err != nil {
+				werr := fmt.Errorf("cluster: worker %d: %w", e.rank, e.err)
+				if e.rank == 0 {
+					rank0Err = werr
+				} else if firstErr == nil {
+					firstErr = werr
+				}
+			}
+			if grace == nil && left > 0 {
+				grace = time.After(o.Grace)
+			}
+		case <-grace:
+			kill(syscall.SIGKILL)
+			grace = nil
+			if firstErr == nil {
+				firstErr = fmt.Errorf("cluster: workers still running %v after another exited: killed", o.Grace)
+			}
+		case <-ctxDone:
+			kill(syscall.SIGTERM)
+			ctxDone = nil
+			grace = time.After(2 * time.Second)
+			ctxErr = fmt.Errorf("cluster: interrupted, workers stopped: %w", ctx.Err())
+		}
+	}
+	switch {
+	case startErr != nil:
+		return startErr
+	case ctxErr != nil:
+		return ctxErr
+	case rank0Err != nil:
+		return rank0Err
+	}
+	return firstErr
+}
+
+// freePort returns a TCP port free on the loopback interface now.
+func freePort() (int, error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("cluster: find a free port: %w", err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port, nil
+}
