@@ -54,7 +54,19 @@ type Backend struct {
 	cancel  context.CancelFunc
 }
 
-var _ scheduler.Backend = (*Backend)(nil)
+var (
+	_ scheduler.Backend        = (*Backend)(nil)
+	_ scheduler.OutputReleaser = (*Backend)(nil)
+)
+
+// ReleaseOutput implements scheduler.OutputReleaser: pipeline p's output
+// (exchange deliveries, hash tables, retained results) is dropped once no
+// pipeline reads it, so the memory budget counts live data only.
+func (b *Backend) ReleaseOutput(node, p int32) {
+	if int(node) == b.data.node {
+		b.data.releaseOutput(p)
+	}
+}
 
 // BackendOptions configure a Backend.
 type BackendOptions struct {

@@ -89,8 +89,10 @@ type pipeData struct {
 	state   []*cpu.Aggregator
 	emitted []bool
 	matMu   []sync.Mutex // per device: held while its state is materialized
-	tables  []*cpu.HashTable
-	results []*cpu.Batch
+	// retained is what the pipeline's output holds in the memory count.
+	retained atomic.Int64
+	tables   []*cpu.HashTable
+	results  []*cpu.Batch
 }
 
 func newRunData(ds *dataset.Dataset, p *plan.Plan, devices int, mem int64) *runData {
@@ -157,7 +159,7 @@ func (d *runData) receive(pipe, dev int, batches []*cpu.Batch) error {
 	pd.mu.Lock()
 	pd.left[dev] = append(pd.left[dev], batches...)
 	pd.mu.Unlock()
-	return d.track(n)
+	return d.trackPipe(int32(pipe), n)
 }
 
 // checkExecutable rejects plans the CPU engine cannot run: text-only
@@ -200,6 +202,31 @@ func isTree(e plan.Expr) bool {
 		return true
 	}
 	return false
+}
+
+// trackPipe is track for data that pipeline p's output holds (released
+// with it by ReleaseOutput).
+func (d *runData) trackPipe(p int32, n int64) error {
+	d.pipes[p].retained.Add(n)
+	return d.track(n)
+}
+
+// releaseOutput drops pipeline p's retained output (no consumer reads it
+// any more) and returns its bytes to the budget.
+func (d *runData) releaseOutput(p int32) {
+	if p < 0 || int(p) >= len(d.pipes) {
+		return
+	}
+	pd := &d.pipes[p]
+	pd.mu.Lock()
+	for i := range pd.left {
+		pd.left[i] = nil
+	}
+	for i := range pd.tables {
+		pd.tables[i] = nil
+	}
+	pd.mu.Unlock()
+	d.track(-pd.retained.Swap(0))
 }
 
 // track adds n (may be negative) to the retained bytes and fails when the

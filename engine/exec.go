@@ -60,7 +60,7 @@ func (d *runData) kernel(t *scheduler.Task) (rows, bytes int64, parts []int64, e
 			pd.mu.Lock()
 			pd.left[dev] = append(pd.left[dev], out)
 			pd.mu.Unlock()
-			err = d.track(bytes)
+			err = d.trackPipe(t.Pipeline, bytes)
 		}
 	case pd.kind == kindResult:
 		u := d.unit(t)
@@ -323,7 +323,7 @@ func (d *runData) route(p int32, src int, b *cpu.Batch) ([]int64, error) {
 		}
 	}
 	pd.mu.Unlock()
-	return sizes, d.track(total)
+	return sizes, d.trackPipe(p, total)
 }
 
 // send delivers everything device src holds for device dst of node
@@ -363,7 +363,7 @@ func (d *runData) send(ctx context.Context, t *scheduler.Task) error {
 	for _, b := range out {
 		n += batchBytes(b)
 	}
-	return d.track(-n)
+	return d.trackPipe(t.Pipeline, -n)
 }
 
 // probe joins b against build pipeline op.Build's table on dev.

@@ -442,6 +442,30 @@ func (s *Scheduler) releaseOutput(ps *pipe) {
 		s.freeDev(int32(d), ps.devs[d].outBytes)
 		ps.devs[d].outBytes = 0
 	}
+	if !ps.released {
+		ps.released = true
+		s.releasedOut = append(s.releasedOut, ps.idx)
+	}
+}
+
+// Released returns the pipelines whose retained output nobody reads any
+// more since the last call (every consumer finished everywhere): a backend
+// holding real data may drop it (see OutputReleaser). The slice is reused.
+func (s *Scheduler) Released() []int32 {
+	r := s.releasedOut
+	s.releasedOut = s.releasedOut[:0]
+	return r
+}
+
+// releaseOutputs tells b (if it holds data) which of s's pipeline outputs
+// are no longer needed.
+func releaseOutputs(s *Scheduler, b Backend) {
+	rel := s.Released()
+	if r, ok := b.(OutputReleaser); ok {
+		for _, p := range rel {
+			r.ReleaseOutput(s.node, p)
+		}
+	}
 }
 
 // Finished returns the pipelines that finished on this node since the last

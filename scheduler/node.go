@@ -209,6 +209,7 @@ func RunNode(ctx context.Context, p *plan.Plan, pol Policy, b Backend, node int,
 					return res, fmt.Errorf("scheduler: node %d: pipeline %d reported done everywhere before it finished here", node, m.Pipe)
 				}
 				s.GlobalDone(m.Pipe)
+				releaseOutputs(s, b)
 			case MsgAllDone:
 				if !s.Done() {
 					return res, fmt.Errorf("scheduler: node %d: the coordinator ended the run with %d of %d pipelines not done here", node, len(s.pipes)-s.global, len(s.pipes))

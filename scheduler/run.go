@@ -52,6 +52,9 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 					again = true
 				}
 			}
+			for _, s := range nodes {
+				releaseOutputs(s, b)
+			}
 		}
 		if nodes[0].Done() {
 			break

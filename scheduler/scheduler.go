@@ -105,6 +105,7 @@ type pipe struct {
 	aggGroups  int64   // the partial aggregate's Groups (<= 0: unknown)
 	aggWidth   int64   // its OutWidth (bytes per group; <= 0: unknown)
 	devs       []pipeDev
+	released   bool // retained output released (reported by Released)
 	merge      bool // result pipeline: host merge task issued
 	mergeDone  bool
 	resultRows int64
@@ -173,7 +174,9 @@ type Scheduler struct {
 	finished []int32
 	// deliveries to other nodes produced by completed sends (Run routes).
 	remote []delivery
-	err    error
+	// releasedOut lists pipelines whose output was released (Released).
+	releasedOut []int32
+	err         error
 }
 
 // delivery is exchange data that landed on another node.

@@ -232,6 +232,14 @@ type Backend interface {
 	Next(ctx context.Context) (Completion, error)
 }
 
+// OutputReleaser is implemented by backends that hold a pipeline's output
+// as real data (the engine): the driver calls ReleaseOutput once every
+// pipeline reading the output of pipeline p on node has finished
+// everywhere, so the data can be dropped. It must not block on task work.
+type OutputReleaser interface {
+	ReleaseOutput(node, p int32)
+}
+
 // ErrIdle is returned by Backend.Next when nothing is in flight.
 var ErrIdle = errors.New("scheduler: backend has no task in flight")
 
