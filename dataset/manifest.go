@@ -32,8 +32,13 @@ type Manifest struct {
 	// Stripes are the folders chunk files live in: Stripes[0] is "." (the
 	// dataset folder itself); others are absolute paths of per-dataset
 	// folders on other devices.
-	Stripes []string    `json:"stripes"`
-	Tables  []TableMeta `json:"tables"`
+	Stripes []string `json:"stripes"`
+	// Partitions is the number of partitions the dataset is split into
+	// (see partition.go); 0, absent in JSON, means unpartitioned. In a
+	// partitioned dataset a table is either hash-partitioned into exactly
+	// Partitions parts or replicated (TableMeta.Partitions 0).
+	Partitions int         `json:"partitions,omitempty"`
+	Tables     []TableMeta `json:"tables"`
 }
 
 // Generator identifies what wrote a dataset.
@@ -51,6 +56,15 @@ type TableMeta struct {
 	Rows    int64        `json:"rows"`
 	Files   []FileMeta   `json:"files"`
 	Chunks  []ChunkMeta  `json:"chunks"`
+	// Partitions is 0 (absent in JSON) when the table's chunks are not
+	// placed (an unpartitioned dataset, or a replicated table of a
+	// partitioned one); else the dataset's partition count, and every
+	// chunk holds only rows with PartitionOf(PartitionKey, Partitions) ==
+	// its Partition.
+	Partitions int `json:"partitions,omitempty"`
+	// PartitionKey is the integer-coded column whose value places a row
+	// (set exactly when Partitions > 0).
+	PartitionKey string `json:"partition_key,omitempty"`
 
 	// Schema is the table as a schema.Table: the canonical TPC-H table
 	// (pointer-equal to schema.Lineitem etc.) when the name is a TPC-H
@@ -86,6 +100,49 @@ type ChunkMeta struct {
 	BodyLength int64 `json:"body_length"`
 	// Columns holds, per table column, the Arrow buffers and statistics.
 	Columns []ColumnChunk `json:"columns"`
+	// Partition is the partition the chunk belongs to, in [0,
+	// TableMeta.Partitions), or NoPartition (-1) when the table is not
+	// partitioned: any worker may read the chunk. In JSON "partition",
+	// absent for NoPartition, so manifests written before partitioning
+	// existed read as unpartitioned.
+	Partition int `json:"-"`
+}
+
+// NoPartition is ChunkMeta.Partition of a chunk that is not placed.
+const NoPartition = -1
+
+// chunkPlain is ChunkMeta without its JSON methods; chunkJSON adds the
+// optional partition (a pointer, so that partition 0 is written and an
+// absent one is told apart from it).
+type chunkPlain ChunkMeta
+
+type chunkJSON struct {
+	chunkPlain
+	Partition *int `json:"partition,omitempty"`
+}
+
+// MarshalJSON writes the chunk with "partition" only when it is placed.
+func (c ChunkMeta) MarshalJSON() ([]byte, error) {
+	j := chunkJSON{chunkPlain: chunkPlain(c)}
+	if c.Partition != NoPartition {
+		p := c.Partition
+		j.Partition = &p
+	}
+	return json.Marshal(&j)
+}
+
+// UnmarshalJSON reads a chunk; without "partition" it is NoPartition.
+func (c *ChunkMeta) UnmarshalJSON(b []byte) error {
+	var j chunkJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*c = ChunkMeta(j.chunkPlain)
+	c.Partition = NoPartition
+	if j.Partition != nil {
+		c.Partition = *j.Partition
+	}
+	return nil
 }
 
 // Block returns the chunk's record-batch block.

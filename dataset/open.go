@@ -168,6 +168,9 @@ func (ds *Dataset) validate(mpath string) error {
 		}
 		ds.stripes = append(ds.stripes, s)
 	}
+	if m.Partitions < 0 {
+		return corrupt(mpath, "partitions %d is negative", m.Partitions)
+	}
 	for ti := range m.Tables {
 		tm := &m.Tables[ti]
 		where := fmt.Sprintf("%s: table %q", mpath, tm.Name)
@@ -190,6 +193,39 @@ func (ds *Dataset) validate(mpath string) error {
 		}
 		if err := validateChunks(tm, t); err != nil {
 			return corrupt(where, "%v", err)
+		}
+		if err := validatePlacement(tm, t, m.Partitions); err != nil {
+			return corrupt(where, "%v", err)
+		}
+	}
+	return nil
+}
+
+// validatePlacement checks a table's partitioning against the dataset's
+// partition count: a partitioned table has the dataset's count, an
+// integer-coded key column, and every chunk on a partition in range; an
+// unpartitioned one has neither key nor placed chunks.
+func validatePlacement(tm *TableMeta, t *schema.Table, parts int) error {
+	if tm.Partitions == 0 {
+		if tm.PartitionKey != "" {
+			return fmt.Errorf("partition key %q without partitions", tm.PartitionKey)
+		}
+		for ci := range tm.Chunks {
+			if p := tm.Chunks[ci].Partition; p != NoPartition {
+				return fmt.Errorf("chunk %d is on partition %d of an unpartitioned table", ci, p)
+			}
+		}
+		return nil
+	}
+	if tm.Partitions != parts {
+		return fmt.Errorf("%d partitions, the dataset has %d", tm.Partitions, parts)
+	}
+	if _, err := keyColumn(t, tm.PartitionKey); err != nil {
+		return err
+	}
+	for ci := range tm.Chunks {
+		if p := tm.Chunks[ci].Partition; p < 0 || p >= tm.Partitions {
+			return fmt.Errorf("chunk %d is on partition %d, want 0..%d", ci, p, tm.Partitions-1)
 		}
 	}
 	return nil

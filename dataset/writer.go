@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -35,7 +36,12 @@ type CreateOptions struct {
 	// every table goes to stripe i%S; stripe 0 is the dataset folder and
 	// stripe k>0 is the folder <Stripes[k-1]>/<name>.stripe<k>.
 	Stripes []string
-	Meta    Meta
+	// Partitions is the dataset's partition count (0: unpartitioned).
+	// Tables started with PartitionedTable are split into this many
+	// partitions; tables started with Table are then replicated (their
+	// chunks are not placed).
+	Partitions int
+	Meta       Meta
 }
 
 // Writer builds a dataset in temporary folders beside its final folders
@@ -47,6 +53,7 @@ type CreateOptions struct {
 type Writer struct {
 	dir     string // absolute final folder
 	force   bool
+	parts   int // CreateOptions.Partitions
 	stripes []stripeDir
 
 	mu     sync.Mutex
@@ -66,7 +73,10 @@ func Create(dir string, opts CreateOptions) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dataset: create %s: %w", dir, err)
 	}
-	w := &Writer{dir: abs, force: opts.Force, meta: opts.Meta}
+	if opts.Partitions < 0 {
+		return nil, fmt.Errorf("dataset: create %s: %d partitions: must be at least 1 (or 0: unpartitioned)", dir, opts.Partitions)
+	}
+	w := &Writer{dir: abs, force: opts.Force, parts: opts.Partitions, meta: opts.Meta}
 	finals := []string{abs}
 	for k, s := range opts.Stripes {
 		sa, err := filepath.Abs(s)
@@ -139,8 +149,13 @@ type TableWriter struct {
 	w     *Writer
 	table *schema.Table
 
-	mu     sync.Mutex
-	files  []*tableFile // per stripe; nil until the stripe gets a chunk
+	// parts is the table's partition count (0: chunks not placed).
+	parts int
+
+	mu sync.Mutex
+	// files are per stripe (nil until the stripe gets a chunk), or for a
+	// partitioned table per partition (all created at the start).
+	files  []*tableFile
 	meta   TableMeta
 	err    error // sticky: a failed write leaves the file unusable
 	closed bool
@@ -156,8 +171,53 @@ type tableFile struct {
 
 // Table starts table t. Each table may be started once per Writer. The
 // file of stripe 0 is created at once, so a table without chunks still has
-// a file holding its schema.
+// a file holding its schema. In a partitioned dataset the table is
+// replicated: its chunks are not placed on partitions.
 func (w *Writer) Table(t *schema.Table) (*TableWriter, error) {
+	return w.table(t, "")
+}
+
+// PartitionedTable starts table t split by column key (integer-coded)
+// into the dataset's CreateOptions.Partitions partitions. Rows are routed
+// by the caller (a Splitter does it by PartitionOf) and appended with
+// AppendPartition; partition p's chunks go to file <table>.p<p>.arrow on
+// stripe p mod S, all files created at once. The manifest lists the
+// table's chunks by partition, each partition's in append order, so a
+// partition's chunks are consecutive.
+func (w *Writer) PartitionedTable(t *schema.Table, key string) (*TableWriter, error) {
+	if w.parts == 0 {
+		return nil, fmt.Errorf("dataset: partitioned table %s in an unpartitioned dataset (CreateOptions.Partitions is 0)", tableName(t))
+	}
+	if t != nil {
+		if _, err := keyColumn(t, key); err != nil {
+			return nil, fmt.Errorf("dataset: table %s: %w", t.Name, err)
+		}
+	}
+	return w.table(t, key)
+}
+
+func tableName(t *schema.Table) string {
+	if t == nil {
+		return "<nil>"
+	}
+	return t.Name
+}
+
+// keyColumn returns the index of partition key column key of t, which must
+// be integer-coded.
+func keyColumn(t *schema.Table, key string) (int, error) {
+	c := t.Column(key)
+	if c < 0 {
+		return 0, fmt.Errorf("no partition key column %q", key)
+	}
+	switch t.Columns[c].Type {
+	case schema.Int64, schema.Int32, schema.Date, schema.Decimal:
+		return c, nil
+	}
+	return 0, fmt.Errorf("partition key column %q is %v, want an integer-coded type", key, t.Columns[c].Type)
+}
+
+func (w *Writer) table(t *schema.Table, key string) (*TableWriter, error) {
 	if t == nil || !validName(t.Name) {
 		return nil, fmt.Errorf("dataset: invalid table name")
 	}
@@ -183,7 +243,17 @@ func (w *Writer) Table(t *schema.Table) (*TableWriter, error) {
 	}
 	tw := &TableWriter{w: w, table: t, files: make([]*tableFile, len(w.stripes)),
 		meta: TableMeta{Name: t.Name, Columns: columnsMeta(t), Files: []FileMeta{}, Chunks: []ChunkMeta{}}}
-	if _, err := tw.file(0); err != nil {
+	if key != "" {
+		tw.parts = w.parts
+		tw.files = make([]*tableFile, w.parts)
+		tw.meta.Partitions, tw.meta.PartitionKey = w.parts, key
+		for p := range w.parts {
+			if _, err := tw.file(p); err != nil {
+				tw.abandon()
+				return nil, err
+			}
+		}
+	} else if _, err := tw.file(0); err != nil {
 		return nil, err
 	}
 	w.tables = append(w.tables, tw)
@@ -194,12 +264,16 @@ func validName(s string) bool {
 	return s != "" && s != "." && s != ".." && !strings.ContainsAny(s, `/\`)
 }
 
-// file returns the open file of stripe s, creating it on first use.
-func (tw *TableWriter) file(s int) (*tableFile, error) {
-	if tf := tw.files[s]; tf != nil {
+// file returns the open file of slot i (a stripe, or for a partitioned
+// table a partition), creating it on first use.
+func (tw *TableWriter) file(i int) (*tableFile, error) {
+	if tf := tw.files[i]; tf != nil {
 		return tf, nil
 	}
-	name := tw.table.Name + ".arrow"
+	name, s := tw.table.Name+".arrow", i
+	if tw.parts > 0 {
+		name, s = fmt.Sprintf("%s.p%d.arrow", tw.table.Name, i), i%len(tw.w.stripes)
+	}
 	path := filepath.Join(tw.w.stripes[s].tmp, name)
 	f, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o644)
 	if err != nil {
@@ -213,17 +287,43 @@ func (tw *TableWriter) file(s int) (*tableFile, error) {
 	}
 	tf := &tableFile{f: f, bw: bw, fw: fw, idx: len(tw.meta.Files)}
 	tw.meta.Files = append(tw.meta.Files, FileMeta{Path: name, Stripe: s})
-	tw.files[s] = tf
+	tw.files[i] = tf
 	return tf, nil
 }
 
 // Append writes b as the table's next chunk (one record batch) in the file
 // of stripe (chunk index mod stripes). The caller sizes chunks; a batch
 // with zero rows is ignored (no chunk is recorded). b's columns must match
-// the table's names and types. Append does not keep b.
+// the table's names and types. Append does not keep b. A partitioned
+// table takes AppendPartition instead.
 func (tw *TableWriter) Append(b *schema.Batch) error {
 	tw.mu.Lock()
 	defer tw.mu.Unlock()
+	if tw.parts > 0 {
+		return fmt.Errorf("dataset: %s is partitioned: use AppendPartition", tw.table.Name)
+	}
+	return tw.appendLocked(-1, NoPartition, b)
+}
+
+// AppendPartition writes b as the next chunk of partition p of a table
+// started with PartitionedTable. Every row of b must belong to p (the
+// caller routes rows; AppendPartition does not rehash them). Otherwise as
+// Append.
+func (tw *TableWriter) AppendPartition(p int, b *schema.Batch) error {
+	tw.mu.Lock()
+	defer tw.mu.Unlock()
+	if tw.parts == 0 {
+		return fmt.Errorf("dataset: %s is not partitioned: use Append", tw.table.Name)
+	}
+	if p < 0 || p >= tw.parts {
+		return fmt.Errorf("dataset: %s: partition %d outside 0..%d", tw.table.Name, p, tw.parts-1)
+	}
+	return tw.appendLocked(p, p, b)
+}
+
+// appendLocked writes b as a chunk of partition part to the file of slot
+// (-1: the next stripe in turn).
+func (tw *TableWriter) appendLocked(slot, part int, b *schema.Batch) error {
 	if tw.err != nil {
 		return tw.err
 	}
@@ -243,8 +343,10 @@ func (tw *TableWriter) Append(b *schema.Batch) error {
 		return nil
 	}
 	ci := len(tw.meta.Chunks)
-	s := ci % len(tw.files)
-	tf, err := tw.file(s)
+	if slot < 0 {
+		slot = ci % len(tw.files)
+	}
+	tf, err := tw.file(slot)
 	if err != nil {
 		tw.err = err
 		return err
@@ -256,7 +358,7 @@ func (tw *TableWriter) Append(b *schema.Batch) error {
 	}
 	ch := ChunkMeta{File: tf.idx, Batch: tf.nbat, Rows: int64(b.Rows),
 		Offset: lay.Block.Offset, MetaLength: lay.Block.MetaLength, BodyLength: lay.Block.BodyLength,
-		Columns: make([]ColumnChunk, len(tw.table.Columns))}
+		Columns: make([]ColumnChunk, len(tw.table.Columns)), Partition: part}
 	for i, c := range tw.table.Columns {
 		cc := &ch.Columns[i]
 		for _, buf := range lay.Columns[i] {
@@ -309,6 +411,11 @@ func (tw *TableWriter) finish() error {
 		tw.meta.Files[tf.idx].Size = size
 	}
 	tw.files = nil
+	if tw.parts > 0 {
+		// Each partition has its own file, so ordering by partition keeps
+		// every file's batches in order (as Open checks).
+		slices.SortStableFunc(tw.meta.Chunks, func(a, b ChunkMeta) int { return a.Partition - b.Partition })
+	}
 	return tw.err
 }
 
@@ -346,7 +453,7 @@ func (w *Writer) Commit() error {
 
 func (w *Writer) commit() error {
 	m := Manifest{FormatVersion: FormatVersion, Name: w.meta.Name, ScaleFactor: w.meta.ScaleFactor,
-		Generator: w.meta.Generator, Alignment: arrowipc.Alignment, Tables: []TableMeta{}}
+		Generator: w.meta.Generator, Alignment: arrowipc.Alignment, Partitions: w.parts, Tables: []TableMeta{}}
 	if m.Name == "" {
 		m.Name = filepath.Base(w.dir)
 	}

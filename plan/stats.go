@@ -31,6 +31,22 @@ type ChunkStats struct {
 	Offset []int64
 	// Stats[c] is column c's min/max in this chunk; nil when unknown.
 	Stats []MinMax
+	// Placed marks a chunk of a partitioned table: it lives on partition
+	// Node, and the scheduler deals it only to node Node mod Nodes. An
+	// unplaced chunk (the zero value, so stats built without placement
+	// keep the scheduler's global round-robin) may go to any worker.
+	Placed bool
+	// Node is the chunk's partition index when Placed (>= 0); ignored
+	// otherwise.
+	Node int32
+}
+
+// Placement is the chunk's partition, or -1 when any worker may read it.
+func (c *ChunkStats) Placement() int32 {
+	if !c.Placed {
+		return -1
+	}
+	return c.Node
 }
 
 // ColumnOffset is the file offset of column c of the chunk (see Offset).
@@ -120,8 +136,9 @@ func (t *TableStats) Survives(i int, ranges []Range) bool {
 }
 
 // Validate checks internal consistency: every chunk has one Bytes entry per
-// column (and Offset/Stats, when present), non-negative sizes, and a valid
-// file index when Files is set.
+// column (and Offset/Stats, when present), non-negative sizes, a
+// non-negative partition when placed, and a valid file index when Files is
+// set.
 func (t *TableStats) Validate() error {
 	for i := range t.Chunks {
 		ch := &t.Chunks[i]
@@ -141,6 +158,9 @@ func (t *TableStats) Validate() error {
 			if b < 0 {
 				return fmt.Errorf("plan: table %s chunk %d column %s has %d bytes", t.Name, i, t.Columns[c], b)
 			}
+		}
+		if ch.Placed && ch.Node < 0 {
+			return fmt.Errorf("plan: table %s chunk %d is placed on partition %d", t.Name, i, ch.Node)
 		}
 		if len(t.Files) > 0 && (ch.File < 0 || int(ch.File) >= len(t.Files)) {
 			return fmt.Errorf("plan: table %s chunk %d names file %d of %d", t.Name, i, ch.File, len(t.Files))

@@ -160,26 +160,39 @@ func (s *Scheduler) newUnit(ps *pipe, dev int32) *unit {
 }
 
 // scanUnits groups the surviving chunks into units of about Chunk projected
-// bytes (runs of consecutive chunks; a unit also stops growing before its
-// reads would pass half the pinned budget, so two always fit), deals unit i
-// to worker i mod W, and creates the units of this node's workers.
+// bytes (runs of consecutive chunks of one placement; a unit also stops
+// growing before its reads would pass half the pinned budget, so two
+// always fit) and creates the units of this node's workers. Units of
+// unplaced chunks are dealt round robin over all workers: the i-th such
+// unit goes to worker i mod W. A unit of chunks placed on partition p
+// goes to node p mod Nodes only, round robin over that node's devices
+// (the node's i-th placed unit to device i mod Devices). Every node deals
+// the same way, so each unit has exactly one owner.
 func (s *Scheduler) scanUnits(ps *pipe) {
 	t := &s.plan.Tables[ps.p.Source.Table]
 	prune := ps.p.Ops[0].Prune
 	W := s.workers()
-	seq := 0
+	seq := 0       // unplaced units dealt so far
+	placedSeq := 0 // placed units dealt to this node so far
 	var cur struct {
 		first, n         int
+		place            int32
 		rows, size, read int64
 	}
 	emit := func() {
 		if cur.n == 0 {
 			return
 		}
-		w := seq % W
-		seq++
-		if w/s.topo.Devices == int(s.node) {
-			dev := int32(w % s.topo.Devices)
+		mine, dev := false, int32(0)
+		if cur.place < 0 {
+			w := seq % W
+			seq++
+			mine, dev = w/s.topo.Devices == int(s.node), int32(w%s.topo.Devices)
+		} else if int(cur.place)%s.topo.Nodes == int(s.node) {
+			mine, dev = true, int32(placedSeq%s.topo.Devices)
+			placedSeq++
+		}
+		if mine {
 			u := s.newUnit(ps, dev)
 			u.chunk, u.nchunks = int32(cur.first), int32(cur.n)
 			u.rows, u.bytes, u.readBytes = cur.rows, cur.size, cur.read
@@ -195,16 +208,17 @@ func (s *Scheduler) scanUnits(ps *pipe) {
 			emit()
 			continue
 		}
+		place := t.Chunks[c].Placement()
 		var size, read int64
 		for _, col := range ps.cols {
 			size += t.Chunks[c].Bytes[col]
 		}
 		forSpans(&t.Chunks[c], ps.cols, s.cfg.Combine, s.cfg.CombineGap, func(_, _ int, _, n int64) { read += n })
-		if cur.n > 0 && (s.cfg.Chunk == 0 || cur.size+size > s.cfg.Chunk || cur.read+read > s.pinBud/2) {
+		if cur.n > 0 && (place != cur.place || s.cfg.Chunk == 0 || cur.size+size > s.cfg.Chunk || cur.read+read > s.pinBud/2) {
 			emit()
 		}
 		if cur.n == 0 {
-			cur.first = c
+			cur.first, cur.place = c, place
 		}
 		cur.n++
 		cur.rows += t.Chunks[c].Rows

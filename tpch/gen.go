@@ -37,8 +37,14 @@ type GenOptions struct {
 	Force     bool     // replace an existing dataset
 	IfMissing bool     // keep an existing dataset of the same scale factor and generator version; replace another of ours
 	Stripes   []string // additional folders to spread chunks over (multi-path)
-	Workers   int      // generator goroutines (default GOMAXPROCS)
-	JSON      bool
+	// Partitions > 0 writes a partitioned dataset (dataset.Partition's
+	// layout, placed by dataset.TPCHPlacement): each generated chunk's
+	// rows are routed to their partitions as they are generated, chunks
+	// are cut per partition at the sizes above, and orders/lineitem and
+	// part/partsupp stay co-chunked within each partition. 0: unpartitioned.
+	Partitions int
+	Workers    int // generator goroutines (default GOMAXPROCS)
+	JSON       bool
 	// Now is the clock for the timing summary and progress (the CLI passes
 	// time.Now). Nil: no timing and no progress.
 	Now func() time.Time
@@ -49,6 +55,7 @@ type GenReport struct {
 	Dir         string            `json:"dir"`
 	ScaleFactor float64           `json:"scale_factor"`
 	Reused      bool              `json:"reused,omitempty"`
+	Partitions  int               `json:"partitions,omitempty"`
 	Tables      []GenTable        `json:"tables"`
 	Rows        int64             `json:"rows"`
 	Bytes       int64             `json:"bytes"`
@@ -94,11 +101,15 @@ func Gen(ctx context.Context, opts GenOptions, stdout, stderr io.Writer) error {
 	if opts.Workers <= 0 {
 		opts.Workers = runtime.GOMAXPROCS(0)
 	}
+	if opts.Partitions < 0 {
+		return fmt.Errorf("tpch: gen: %d partitions: must be at least 1 (or 0: unpartitioned)", opts.Partitions)
+	}
 	if opts.IfMissing {
 		// Reuse only data this generator version wrote at this scale factor;
 		// replace an older or other-SF dataset of ours, nothing else.
 		if ds, err := dataset.Open(opts.Out); err == nil {
-			if ds.Manifest.ScaleFactor == opts.ScaleFactor && ds.Manifest.Generator.Version == dbgen.Version {
+			if ds.Manifest.ScaleFactor == opts.ScaleFactor && ds.Manifest.Generator.Version == dbgen.Version &&
+				ds.Manifest.Partitions == opts.Partitions {
 				rep := reportOf(ds)
 				rep.Reused = true
 				rep.Workers = opts.Workers
@@ -118,7 +129,7 @@ func Gen(ctx context.Context, opts GenOptions, stdout, stderr io.Writer) error {
 	info := dataset.Generator{Name: "gostachio-dbgen", Version: dbgen.Version,
 		Params: map[string]string{"chunk_rows": fmt.Sprint(opts.ChunkRows)}}
 	w, err := dataset.Create(opts.Out, dataset.CreateOptions{Force: opts.Force, Stripes: opts.Stripes,
-		Meta: dataset.Meta{Name: "tpch", ScaleFactor: opts.ScaleFactor, Generator: info}})
+		Partitions: opts.Partitions, Meta: dataset.Meta{Name: "tpch", ScaleFactor: opts.ScaleFactor, Generator: info}})
 	if err != nil {
 		return err
 	}
@@ -196,22 +207,71 @@ func childOf(t *schema.Table) *schema.Table {
 	return nil
 }
 
+// sink takes a table's generated batches in order: straight to the table
+// (one chunk each), or through a Splitter into partitions.
+type sink struct {
+	tw *dataset.TableWriter
+	sp *dataset.Splitter
+}
+
+func (s sink) add(b *schema.Batch) error {
+	if s.sp != nil {
+		return s.sp.Add(b)
+	}
+	return s.tw.Append(b)
+}
+
+func (s sink) flush() error {
+	if s.sp != nil {
+		return s.sp.Flush()
+	}
+	return nil
+}
+
+// newSink starts table t: partitioned when the dataset is and
+// dataset.TPCHPlacement places t (chunks of up to chunkRows rows; 0: a
+// follower, cut only with its leader), else one chunk per batch.
+func newSink(w *dataset.Writer, t *schema.Table, parts, chunkRows int) (sink, error) {
+	pl, ok := dataset.TPCHPlacement[t.Name]
+	if parts == 0 || !ok {
+		tw, err := w.Table(t)
+		return sink{tw: tw}, err
+	}
+	tw, err := w.PartitionedTable(t, pl.Key)
+	if err != nil {
+		return sink{}, err
+	}
+	sp, err := dataset.NewSplitter(tw, chunkRows)
+	return sink{tw: tw, sp: sp}, err
+}
+
 // genTable generates t's chunks on opts.Workers goroutines and appends them
 // in chunk order. At most 2*Workers chunks are in memory at once: the feeder
 // takes a slot before handing out a chunk, the appender frees it.
 func genTable(ctx context.Context, gen *dbgen.Generator, w *dataset.Writer, t *schema.Table, opts GenOptions, bar *progress.Bar) error {
-	tw, err := w.Table(t)
+	unitsTotal := gen.Units(t)
+	per := unitsPerChunk(t, opts.ChunkRows)
+	// Partitioned, a chunk of each partition holds up to `per` rows of t
+	// (one per driving unit), as an unpartitioned chunk does.
+	tw, err := newSink(w, t, opts.Partitions, int(per))
 	if err != nil {
 		return err
 	}
-	var cw *dataset.TableWriter
+	var cw sink
+	hasChild := false
 	if c := childOf(t); c != nil {
-		if cw, err = w.Table(c); err != nil {
+		hasChild = true
+		rows := opts.ChunkRows
+		if pl := dataset.TPCHPlacement[c.Name]; pl.With == t.Name {
+			rows = 0 // cut with the parent's chunks: co-chunked per partition
+		}
+		if cw, err = newSink(w, c, opts.Partitions, rows); err != nil {
 			return err
 		}
+		if tw.sp != nil && cw.sp != nil && rows == 0 {
+			tw.sp.OnFlush = cw.sp.FlushPartition
+		}
 	}
-	unitsTotal := gen.Units(t)
-	per := unitsPerChunk(t, opts.ChunkRows)
 	chunks := int((unitsTotal + per - 1) / per)
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -255,24 +315,32 @@ func genTable(ctx context.Context, gen *dbgen.Generator, w *dataset.Writer, t *s
 		if r.err != nil {
 			return fmt.Errorf("tpch: gen %s chunk %d: %w", t.Name, i, r.err)
 		}
-		if err := tw.Append(r.main); err != nil {
+		// The parent first: a partitioned parent cuts its chunks (and its
+		// child's) before this batch's rows of both arrive.
+		if err := tw.add(r.main); err != nil {
 			return err
 		}
 		bar.Add(int64(r.main.Rows))
-		if cw != nil {
-			if err := cw.Append(r.child); err != nil {
+		if hasChild {
+			if err := cw.add(r.child); err != nil {
 				return err
 			}
 			bar.Add(int64(r.child.Rows))
 		}
 		<-slots
 	}
+	if err := tw.flush(); err != nil {
+		return err
+	}
+	if hasChild {
+		return cw.flush()
+	}
 	return nil
 }
 
 func reportOf(ds *dataset.Dataset) GenReport {
 	m := ds.Manifest
-	rep := GenReport{Dir: ds.Dir, ScaleFactor: m.ScaleFactor, Generator: m.Generator}
+	rep := GenReport{Dir: ds.Dir, ScaleFactor: m.ScaleFactor, Generator: m.Generator, Partitions: m.Partitions}
 	for _, t := range m.Tables {
 		var bytes int64
 		for _, f := range t.Files {
@@ -296,6 +364,9 @@ func printGen(rep GenReport, jsonOut bool, w io.Writer) error {
 		verb = "reusing"
 	}
 	fmt.Fprintf(w, "%s TPC-H SF%v in %s (%s)\n", verb, rep.ScaleFactor, rep.Dir, rep.Generator.Version)
+	if rep.Partitions > 0 {
+		fmt.Fprintf(w, "%d partitions (orders/lineitem on the order key; nation, region replicated)\n", rep.Partitions)
+	}
 	fmt.Fprintf(w, "%-10s %12s %7s %10s\n", "table", "rows", "chunks", "bytes")
 	for _, t := range rep.Tables {
 		fmt.Fprintf(w, "%-10s %12d %7d %10s\n", t.Name, t.Rows, t.Chunks, units.FormatBytes(t.Bytes))

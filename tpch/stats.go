@@ -9,7 +9,8 @@ import (
 // PlanStats describes a dataset's tables as the planner and the simulator
 // see them: per chunk its rows, and per column the file span its Arrow
 // buffers occupy (what an O_DIRECT read of the column moves, padding
-// included) and, for integer-coded columns, min/max for pruning.
+// included) and, for integer-coded columns, min/max for pruning; a chunk
+// of a partitioned table is placed on its partition (ChunkStats.Placed).
 func PlanStats(ds *dataset.Dataset) []plan.TableStats {
 	var out []plan.TableStats
 	for _, name := range ds.Tables() {
@@ -25,6 +26,9 @@ func PlanStats(ds *dataset.Dataset) []plan.TableStats {
 			cs := plan.ChunkStats{Rows: ch.Rows, File: int32(ch.File), Base: ch.Offset,
 				Bytes: make([]int64, len(ch.Columns)), Offset: make([]int64, len(ch.Columns)),
 				Stats: make([]plan.MinMax, len(ch.Columns))}
+			if ch.Partition != dataset.NoPartition {
+				cs.Placed, cs.Node = true, int32(ch.Partition)
+			}
 			for ci, col := range ch.Columns {
 				lo, hi := int64(-1), int64(0)
 				for _, b := range col.Buffers {

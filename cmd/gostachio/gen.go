@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 	"time"
 
@@ -22,6 +23,9 @@ func newGenCmd(g *globals) *cobra.Command {
 			if stripes != "" {
 				o.Stripes = strings.Split(stripes, ",")
 			}
+			if c.Flags().Changed("partitions") && o.Partitions < 1 {
+				return fmt.Errorf("gen: --partitions %d: must be at least 1", o.Partitions)
+			}
 			o.JSON = g.json
 			o.Now = time.Now
 			return tpch.Gen(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
@@ -35,6 +39,7 @@ func newGenCmd(g *globals) *cobra.Command {
 	f.BoolVar(&o.IfMissing, "if-missing", false, "keep an existing valid dataset of the same scale factor")
 	f.StringVar(&stripes, "stripe", "", "extra folders (comma-separated, e.g. on other SSDs) to spread chunks over")
 	f.IntVar(&o.Workers, "workers", 0, "generator goroutines (default: all cores)")
+	f.IntVar(&o.Partitions, "partitions", 0, "split the tables by key hash into N partitions (see `gostachio partition`; 0: unpartitioned)")
 	_ = cmd.MarkFlagRequired("sf")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd
