@@ -9,7 +9,7 @@ GO ?= go
 BIN := bin/gostachio
 DEMO_DATA ?= out/data/sf0.01
 
-.PHONY: all build peer test test-peer race bench bench-io bench-gen bench-tpch demo validate calibrate lint fmt vet deps clean
+.PHONY: all build build-rdma deps-rdma peer test test-rdma test-peer race bench bench-io bench-gen bench-tpch demo validate calibrate lint fmt vet deps clean
 
 # The DuckDB peer (cgo) lives in its own module so the main one stays
 # cgo-free; `make test` runs its cross-check of our engine against DuckDB.
@@ -22,6 +22,24 @@ all: build
 build:
 	$(GO) build -o $(BIN) ./cmd/gostachio
 
+# The RDMA transport (engine/rdma, cluster's exchange_rdma.go) is cgo over
+# libibverbs, behind the build tag rdma: the default build stays cgo-free;
+# build-rdma makes bin/gostachio-rdma (needs libibverbs at run time).
+VERBS_H := /usr/include/infiniband/verbs.h
+
+build-rdma: deps-rdma
+	$(GO) build -tags rdma ./...
+	$(GO) build -tags rdma -o $(BIN)-rdma ./cmd/gostachio
+
+# Vet of the rdma-tagged code, and its tests that need no RDMA hardware
+# (the verbs themselves cannot run without it); skipped without headers.
+test-rdma:
+	@if [ -f $(VERBS_H) ]; then \
+	  echo "$(GO) vet -tags rdma ./engine/rdma/... ./engine/cluster/..."; \
+	  $(GO) vet -tags rdma ./engine/rdma/... ./engine/cluster/... && \
+	  $(GO) test -tags rdma -count=1 -run 'RDMA|NewExchange' ./engine/cluster/; \
+	else echo "note: $(VERBS_H) missing (apt-get install libibverbs-dev): rdma-tagged code not vetted"; fi
+
 peer:
 	cd $(PEER) && $(GO) build -o $(CURDIR)/$(PEER_BIN) ./cmd/duckdb-tpch
 
@@ -30,6 +48,7 @@ test: deps
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	$(MAKE) test-rdma
 	$(GO) test -count=1 -timeout 30m ./...
 	$(MAKE) test-peer
 
@@ -88,12 +107,51 @@ vet:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-# Tools the tests and benchmarks call (fio for `bench io --vs-fio`).
-deps:
+# Tools the tests and benchmarks call (fio for `bench io --vs-fio`), and
+# the verbs headers for the rdma build tag.
+deps: deps-rdma
 	@command -v fio >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio) >/dev/null 2>&1 || echo "note: could not install fio (bench io --vs-fio needs it)"; \
 	  else echo "note: fio is not installed (bench io --vs-fio needs it)"; fi; }
 
+deps-rdma:
+	@[ -f $(VERBS_H) ] || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq libibverbs-dev) >/dev/null 2>&1 || echo "note: could not install libibverbs-dev (the rdma build tag needs it)"; \
+	  else echo "note: libibverbs-dev is not installed (the rdma build tag needs it)"; fi; }
+
 clean:
 	rm -rf bin out
+
+# CUDA kernels (issue 8). `make ptx` builds kernels/cuda/ptx/*.ptx from
+# kernels/cuda/*.cu with nvcc (on a GPU machine) and records the sha256 of
+# every source and PTX file in ptx/SOURCES.sha256; the PTX is checked in
+# and embedded. `make ptx-check` (a Go test, also run by `make test`)
+# fails when the sources changed since. PTX_ARCH is the virtual
+# architecture the driver JIT-compiles forward from: compute_70 with nvcc
+# 12, compute_75 with nvcc 13 (which dropped Volta).
+CUDA_DIR := kernels/cuda
+NVCC ?= nvcc
+PTX_ARCH ?=
+
+.PHONY: ptx ptx-check
+
+ptx:
+	@command -v $(NVCC) >/dev/null 2>&1 || { echo "make ptx: $(NVCC) not found: the PTX is built with the CUDA toolkit's nvcc, on a GPU machine; the checked-in PTX is unchanged" >&2; exit 1; }
+	@set -e; cd $(CUDA_DIR); \
+	arch="$(PTX_ARCH)"; \
+	if [ -z "$$arch" ]; then \
+	  major=$$($(NVCC) --version | sed -n 's/.*release \([0-9][0-9]*\)\..*/\1/p'); \
+	  if [ "$${major:-0}" -ge 13 ]; then arch=compute_75; else arch=compute_70; fi; \
+	fi; \
+	rm -f ptx/*.ptx; \
+	for f in *.cu; do \
+	  echo "$(NVCC) -ptx -arch=$$arch -o ptx/$${f%.cu}.ptx $$f"; \
+	  $(NVCC) -ptx -arch=$$arch -o ptx/$${f%.cu}.ptx $$f; \
+	done; \
+	sha256sum *.cu *.cuh ptx/*.ptx > ptx/SOURCES.sha256; \
+	echo "wrote $(CUDA_DIR)/ptx/*.ptx and ptx/SOURCES.sha256 (-arch=$$arch)"
+
+ptx-check:
+	$(GO) test -count=1 -v -run '^TestPTXManifest$$' ./$(CUDA_DIR)

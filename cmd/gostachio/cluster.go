@@ -1,44 +1,198 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
+	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
 	"gostachio/engine/cluster"
+	"gostachio/internal/units"
 )
 
 func init() { commands = append(commands, newClusterCmd) }
 
-func newClusterCmd(_ *globals) *cobra.Command {
+func newClusterCmd(g *globals) *cobra.Command {
 	var o cluster.LaunchOptions
+	var link string
+	var cleanup bool
 	cmd := &cobra.Command{
-		Use:   "cluster --nodes N -- query --data DIR [--query all ...]",
-		Short: "Run a query on N worker processes of this machine (an emulated cluster over loopback TCP)",
+		Use:   "cluster --nodes N [--netns [--link RATE,DELAY]] -- query --data DIR [--query all ...]",
+		Short: "Run a query on N worker processes of this machine (an emulated cluster over loopback TCP or network namespaces)",
 		Long: `Starts N 'gostachio worker' processes on this machine (torchrun environment,
 rank 0 at 127.0.0.1 on a free port) with the query options after '--', prints
 rank 0's output and the others' prefixed with [rank k] on stderr. All workers
 are killed on an interrupt or when one fails and the others do not exit
-within --grace; none is left behind.`,
+within --grace; none is left behind.
+
+--netns (root, iproute2) puts each worker in a network namespace of its own
+(gst-ID-RANK, address 10.X.Y.RANK+1/24), joined by veth pairs through a
+bridge gst-brID, every veth shaped with tc in both directions as --link says
+(tbf for the rate, netem for the delay where the kernel has it), and removes
+them all at the end, also after an interrupt. A launcher killed with -9
+leaves them: the next --netns launch or 'gostachio cluster --cleanup'
+removes the leftovers of launchers that are gone.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: func(c *cobra.Command, args []string) error {
+			if cleanup {
+				removed, err := cluster.CleanupNetns(len(args) > 0 && args[0] == "all")
+				for _, r := range removed {
+					fmt.Fprintln(c.OutOrStdout(), "removed", r)
+				}
+				return err
+			}
 			if c.Flags().ArgsLenAtDash() != 0 {
 				return fmt.Errorf("cluster: put the query options after '--': gostachio cluster --nodes N -- query --data DIR ...")
 			}
 			if len(args) > 0 && args[0] == "query" {
 				args = args[1:]
 			}
+			l, err := cluster.ParseLink(link)
+			if err != nil {
+				return err
+			}
 			exe, err := os.Executable()
 			if err != nil {
 				return fmt.Errorf("cluster: %w", err)
 			}
-			o.Exe, o.Args = exe, args
+			o.Exe, o.Args, o.Link = exe, args, l
 			return cluster.Launch(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&o.Nodes, "nodes", 2, "worker processes")
 	f.DurationVar(&o.Grace, "grace", 0, "how long workers may take to exit after one exited before they are killed (default 15s)")
+	f.BoolVar(&o.Netns, "netns", false, "one network namespace per worker, joined through a bridge (root, iproute2)")
+	f.StringVar(&link, "link", "", "with --netns: shape every worker's link, RATE[,DELAY] (e.g. 10Gbit,50us)")
+	f.StringVar(&o.NetnsID, "netns-id", "", "with --netns: the run id naming the network's resources (6 hex digits; default random)")
+	f.BoolVar(&cleanup, "cleanup", false, "remove the namespaces, veths and bridges of --netns launchers that are gone ('--cleanup all': of live ones too) and exit")
+	cmd.AddCommand(newBenchExchangeCmd(g), newExchangePeerCmd(), newBenchSimCmd(g))
+	return cmd
+}
+
+func newBenchExchangeCmd(g *globals) *cobra.Command {
+	var o cluster.ExchangeBenchOptions
+	var link, frame string
+	cmd := &cobra.Command{
+		Use:   "bench-exchange [--netns [--link RATE,DELAY]]",
+		Short: "Exchange throughput of the data plane against iperf3 on the same path (loopback; with --netns, between two namespaces)",
+		Args:  cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			l, err := cluster.ParseLink(link)
+			if err != nil {
+				return err
+			}
+			n, err := units.ParseBytes(frame)
+			if err != nil {
+				return err
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("cluster: %w", err)
+			}
+			o.Exe, o.Link, o.FrameBytes = exe, l, n
+			out := c.OutOrStdout()
+			if g.json {
+				out = c.ErrOrStderr()
+			}
+			rows, err := cluster.BenchExchange(c.Context(), o, out)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				enc := json.NewEncoder(c.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.Netns, "netns", false, "also measure between two network namespaces (root, iproute2)")
+	f.StringVar(&link, "link", "", "with --netns: shape the veths, RATE[,DELAY]")
+	f.DurationVar(&o.Duration, "duration", 3*time.Second, "length of each measurement")
+	f.IntVar(&o.Rounds, "rounds", 3, "measurements of each tool, alternating")
+	f.IntVar(&o.Streams, "streams", 4, "exchange sends in flight on the one connection")
+	f.StringVar(&frame, "frame", "1MiB", "payload of one exchange frame")
+	return cmd
+}
+
+func newExchangePeerCmd() *cobra.Command {
+	var o cluster.ExchangePeerOptions
+	cmd := &cobra.Command{
+		Use:    "exchange-peer",
+		Short:  "One side of bench-exchange (started by it)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return cluster.RunExchangePeer(c.Context(), o, os.Stdin, c.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Rank, "rank", 0, "0 sends, 1 receives")
+	f.StringVar(&o.Listen, "listen", "", "this side's data address")
+	f.StringVar(&o.Peer, "peer", "", "the other side's data address")
+	f.DurationVar(&o.Duration, "duration", 3*time.Second, "measurement length")
+	f.IntVar(&o.Streams, "streams", 4, "sends in flight")
+	f.Int64Var(&o.FrameBytes, "frame", 1<<20, "payload bytes of one frame")
+	return cmd
+}
+
+func newBenchSimCmd(g *globals) *cobra.Command {
+	var o cluster.SimBenchOptions
+	var link, qs string
+	cmd := &cobra.Command{
+		Use:   "bench-sim --data DIR [--nodes 4] [--link 1Gbit] [--query q3,q5,q9,q18]",
+		Short: "Query times on a --netns cluster with shaped links against the simulator's prediction for the same topology",
+		Long: `Runs each query --reps times on a --nodes worker --netns cluster shaped by --link
+(root, iproute2) and once in the simulator ('gostachio sim --nodes N --data DIR
+--policy overlap') on a profile derived from --profile: --devices devices per
+node, the machine's cores and NVMe bandwidth shared by the workers, the link's
+bandwidth and latency (--latency where the kernel cannot emulate the delay).
+Prints engine and simulated seconds and the error per query.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			l, err := cluster.ParseLink(link)
+			if err != nil {
+				return err
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("cluster: %w", err)
+			}
+			o.Exe, o.Link = exe, l
+			for _, q := range strings.Split(qs, ",") {
+				o.Queries = append(o.Queries, strings.TrimSpace(q))
+			}
+			out := c.OutOrStdout()
+			if g.json {
+				out = c.ErrOrStderr()
+			}
+			rows, err := cluster.BenchSim(c.Context(), o, out, c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			if g.json {
+				enc := json.NewEncoder(c.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rows)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Data, "data", "", "dataset directory")
+	f.IntVar(&o.Nodes, "nodes", 4, "workers")
+	f.StringVar(&link, "link", "1Gbit", "every worker's link, RATE[,DELAY]")
+	f.IntVar(&o.Devices, "devices", 1, "devices per worker (engine --devices; the profile's gpus)")
+	f.StringVar(&qs, "query", "q3,q5,q9,q18", "queries")
+	f.IntVar(&o.Reps, "reps", 3, "runs of each query on the cluster (the median counts)")
+	f.StringVar(&o.Profile, "profile", "sim/profiles/devbox-calibrated.yaml", "calibrated profile the simulated one derives from")
+	f.StringVar(&o.ProfileOut, "profile-out", "netns-cluster.yaml", "where to write the derived profile")
+	f.DurationVar(&o.Latency, "latency", 15*time.Microsecond, "simulated NIC latency when the delay is not emulated (0: the --link delay)")
+	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }

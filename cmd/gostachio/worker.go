@@ -50,6 +50,7 @@ error naming it.`,
 	f.StringVar(&o.Policy, "policy", "overlap", "scheduling policy (see `gostachio policies`)")
 	f.StringVar(&o.Set, "set", "", "policy knob overrides, e.g. chunk=8MiB,depth=4")
 	f.StringVar(&o.Format, "format", "table", "result format: table, csv, json")
+	f.StringVar(&o.Trace, "trace", "", "rank 0 writes every worker's tasks as one Perfetto/Chrome JSON trace here, one process per worker (several queries: one file each, the query name before the extension)")
 	f.StringVar(&mem, "mem", "4GiB", "memory budget of each worker")
 	f.IntVar(&o.Devices, "devices", 0, "worker groups per worker (default: rank 0's CPUs)")
 	f.BoolVar(&o.Buffered, "buffered", false, "read through the page cache instead of O_DIRECT")

@@ -10,7 +10,9 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -18,6 +20,7 @@ import (
 	"gostachio/engine"
 	"gostachio/internal/units"
 	"gostachio/scheduler"
+	"gostachio/traces"
 )
 
 // WorkerOptions are the options of `gostachio worker`.
@@ -44,9 +47,6 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	if o.Trace != "" {
-		return errors.New("cluster: --trace is not supported on a cluster yet")
-	}
 	switch o.Format {
 	case "", "table", "csv", "json":
 	default:
@@ -59,7 +59,12 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 	defer engine.TuneGC()()
 	co := Options{Rank: rv.Rank, World: rv.World, Addr: rv.Addr, Timeout: o.Timeout, Log: stderr,
 		Job: Job{Data: o.Data, Queries: names, Policy: o.Policy, Set: o.Set, Devices: o.Devices, Mem: o.Mem,
-			Buffered: o.Buffered, IO: o.IO}}
+			Buffered: o.Buffered, IO: o.IO, Trace: o.Trace != ""}}
+	if o.Trace != "" {
+		co.OnTrace = func(name string, events []traces.Event) error {
+			return saveTrace(o.Trace, name, len(names), rv.World, o.Data, events)
+		}
+	}
 	var results []*engine.QueryResult
 	co.OnResult = func(r *engine.QueryResult) error {
 		fmt.Fprintf(stderr, "%s: %d rows in %.3f s on %d workers (policy %s, %d tasks, %d sends moving %s, read %s, peak intermediate %s per worker)\n",
@@ -79,6 +84,27 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 	}
 	if o.Format == "json" && rv.Rank == 0 {
 		return writeJSON(stdout, results)
+	}
+	return nil
+}
+
+// saveTrace writes query name's tasks of every worker as one Chrome trace
+// (one process per worker) at path, or, for one of several queries, at
+// path with "-name" before the extension (as `gostachio query` does).
+func saveTrace(path, name string, queries, world int, data string, events []traces.Event) error {
+	if queries > 1 {
+		ext := filepath.Ext(path)
+		path = strings.TrimSuffix(path, ext) + "-" + name + ext
+	}
+	host, _ := os.Hostname()
+	policy := ""
+	if len(events) > 0 {
+		_, policy, _ = strings.Cut(events[0].Run, "/")
+	}
+	meta := traces.Meta{Title: fmt.Sprintf("engine %s %s on %d workers, %s", name, policy, world, data),
+		Backend: "engine", Machine: host}
+	if err := traces.Save(path, events, meta); err != nil {
+		return fmt.Errorf("cluster: trace of %s: %w", name, err)
 	}
 	return nil
 }
@@ -119,6 +145,13 @@ type LaunchOptions struct {
 	// once one exited (rank 0 aborts them after a failure) before they are
 	// killed (default 15 s).
 	Grace time.Duration
+	// Netns runs each worker in a network namespace of its own (NewNetns:
+	// root and iproute2 needed), rank 0 at its namespace's address, port
+	// DefaultPort; Link shapes every worker's link (only with Netns).
+	Netns bool
+	Link  Link
+	// NetnsID names the network's resources (default: NewNetnsID).
+	NetnsID string
 }
 
 // Launch is `gostachio cluster`: it starts Nodes workers of this binary on
@@ -130,15 +163,50 @@ type LaunchOptions struct {
 // signal); Launch returns only once every worker has been waited for. The
 // error is the interruption (wrapping ctx.Err()), rank 0's failure, or the
 // first other worker's.
-func Launch(ctx context.Context, o LaunchOptions, stdout, stderr io.Writer) error {
+//
+// With Netns, Launch first removes the leftovers of crashed launchers
+// (CleanupNetns), makes the network, says so on stderr ("cluster: netns
+// run ID: ..."), starts worker k with `ip netns exec` in namespace k, and
+// removes the network before it returns, whatever happened (an interrupt
+// ends ctx; a killed launcher leaves it to `gostachio cluster --cleanup`
+// or the next launch).
+func Launch(ctx context.Context, o LaunchOptions, stdout, stderr io.Writer) (err error) {
 	if o.Nodes < 1 {
 		return fmt.Errorf("cluster: --nodes %d: need at least one worker", o.Nodes)
 	}
 	if o.Grace <= 0 {
 		o.Grace = 15 * time.Second
 	}
-	port, err := freePort()
-	if err != nil {
+	master, port := "127.0.0.1", DefaultPort
+	var nn *Netns
+	if o.Netns {
+		if err := CheckNetns(); err != nil {
+			return fmt.Errorf("cluster: %w", err)
+		}
+		if removed, err := CleanupNetns(false); err != nil {
+			fmt.Fprintf(stderr, "cluster: warning: removing leftovers of earlier runs: %v\n", err)
+		} else if len(removed) > 0 {
+			fmt.Fprintf(stderr, "cluster: removed leftovers of crashed runs: %s\n", strings.Join(removed, " "))
+		}
+		id := o.NetnsID
+		if id == "" {
+			if id, err = NewNetnsID(); err != nil {
+				return err
+			}
+		}
+		if nn, err = NewNetns(id, o.Nodes, o.Link); err != nil {
+			return err
+		}
+		defer func() {
+			if cerr := nn.Close(); cerr != nil && err == nil {
+				err = fmt.Errorf("cluster: removing the network of run %s: %w", nn.ID, cerr)
+			}
+		}()
+		nn.describe(stderr)
+		master = nn.Addrs[0]
+	} else if o.Link != (Link{}) {
+		return errors.New("cluster: --link shapes the links of --netns namespaces: add --netns")
+	} else if port, err = freePort(); err != nil {
 		return err
 	}
 	var outMu sync.Mutex
@@ -156,10 +224,16 @@ func Launch(ctx context.Context, o LaunchOptions, stdout, stderr io.Writer) erro
 	started := 0
 	var startErr error
 	for r := range o.Nodes {
-		cmd := exec.Command(o.Exe, append([]string{"worker"}, o.Args...)...)
+		wargs := append([]string{"worker"}, o.Args...)
+		cmd := exec.Command(o.Exe, wargs...)
+		if nn != nil {
+			// ip execs the worker in the namespace: the pid, process group
+			// and parent-death signal are the worker's.
+			cmd = nn.Exec(r, o.Exe, wargs...)
+		}
 		cmd.Env = append(os.Environ(), "RANK="+strconv.Itoa(r), "LOCAL_RANK="+strconv.Itoa(r),
 			"WORLD_SIZE="+strconv.Itoa(o.Nodes), "LOCAL_WORLD_SIZE="+strconv.Itoa(o.Nodes),
-			"MASTER_ADDR=127.0.0.1", "MASTER_PORT="+strconv.Itoa(port))
+			"MASTER_ADDR="+master, "MASTER_PORT="+strconv.Itoa(port))
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pgid: pgid, Pdeathsig: syscall.SIGKILL}
 		var outR, errR io.ReadCloser
 		if outR, err = cmd.StdoutPipe(); err == nil {

@@ -44,6 +44,7 @@ import (
 	"gostachio/kernels/cpu"
 	"gostachio/plan"
 	"gostachio/scheduler"
+	"gostachio/traces"
 )
 
 // Job is what rank 0 runs on the cluster.
@@ -61,6 +62,9 @@ type Job struct {
 	Mem      int64  `json:"mem"`
 	Buffered bool   `json:"buffered,omitempty"`
 	IO       string `json:"io,omitempty"`
+	// Trace: every worker records its tasks and sends them to rank 0 at
+	// the end of each query (Options.OnTrace). [issue 9: traces]
+	Trace bool `json:"trace,omitempty"`
 }
 
 // Options configure one worker of a cluster run.
@@ -82,10 +86,19 @@ type Options struct {
 	JoinTimeout time.Duration
 	// OnResult, on rank 0, receives each query's result in Job order.
 	OnResult func(*engine.QueryResult) error
+	// OnTrace, on rank 0 with Job.Trace, receives each query's tasks of
+	// every worker before its result (traces.Event.Node is the rank), in
+	// nanoseconds since rank 0 started the query: the workers' wall clocks
+	// must agree (one machine, or NTP-synchronized hosts).
+	// [issue 9: traces]
+	OnTrace func(query string, events []traces.Event) error
 	// Log receives one-line notices; nil: discarded.
 	Log io.Writer
 	// Dial opens connections (nil: a net.Dialer); tests inject faults.
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+	// Transport carries the data plane: TransportTCP ("" too) or
+	// TransportRDMA (a build with the rdma tag); every worker the same.
+	Transport string
 }
 
 // WorkerError is a failed cluster run, blamed on one worker.
@@ -120,8 +133,8 @@ type nodeStats struct {
 //	hello (worker -> 0: Rank, Pid, Host, Data), job (0 -> all: Job,
 //	Peers), joined (all -> 0: data plane up), start (Q, Query), ready
 //	(Q, Plan fingerprint), go (Q), deliver (Q, D), fin (Q, Pipe), gdone
-//	(Q, Pipe), alldone (Q), done (Q, Stats), error (Err, Blame), abort
-//	(Err), hb, bye.
+//	(Q, Pipe), alldone (Q), trace (Q, Events, Origin), done (Q, Stats),
+//	error (Err, Blame), abort (Err), hb, bye.
 type message struct {
 	T     string                  `json:"t"`
 	Rank  int                     `json:"rank,omitempty"`
@@ -138,6 +151,11 @@ type message struct {
 	Err   string                  `json:"err,omitempty"`
 	Blame *int                    `json:"blame,omitempty"`
 	Stats *nodeStats              `json:"stats,omitempty"`
+	// trace (Q, Events, Origin: the wall clock, Unix ns, at which the
+	// events' times start); a worker's last ones precede its done.
+	// [issue 9: traces]
+	Events []traces.Event `json:"events,omitempty"`
+	Origin int64          `json:"origin,omitempty"`
 	// result is rank 0's own worker's result (never on the wire).
 	result *engine.QueryResult
 }
@@ -191,7 +209,7 @@ type session struct {
 
 	pid  int
 	host string
-	dp   *dataPlane
+	dp   Exchange
 
 	// worker side
 	up   link          // to the coordinator
@@ -211,6 +229,10 @@ type session struct {
 	endMu  sync.Mutex
 	// hellos are accepted connections not yet joined (closed at teardown).
 	hellos map[net.Conn]bool
+	// qStart is the wall clock (Unix ns) at which the running query went;
+	// qTrace its tasks gathered so far. [issue 9: traces]
+	qStart int64
+	qTrace []traces.Event
 }
 
 // query is the worker's state of the query it runs.
@@ -222,6 +244,10 @@ type query struct {
 	inbox  chan scheduler.NodeMsg
 	ctx    context.Context
 	cancel context.CancelFunc
+	// rec records the tasks (Job.Trace), timed from origin (Unix ns).
+	// [issue 9: traces]
+	rec    *traces.Recorder
+	origin int64
 }
 
 // Run runs this worker's part of a cluster job and returns when the job
@@ -310,8 +336,8 @@ func (s *session) listenData(host string) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("cluster: data listener on %s: %w", host, err)
 	}
-	s.dp = newDataPlane(s.o.Rank, s.o.World, ln, s.timeout, s.store, s.logf)
-	return ln.Addr().String(), nil
+	s.dp, err = newExchange(s.o.Transport, s.o.Rank, s.o.World, ln, s.timeout, s.store, s.logf)
+	return ln.Addr().String(), err
 }
 
 // heartbeat keeps a control connection alive until the session ends.
@@ -530,13 +556,17 @@ func (s *session) startQuery(q int, name string) error {
 	if err != nil {
 		return err
 	}
+	origin := time.Now().UnixNano() // the backend's clock starts in NewBackend
 	b, err := engine.NewBackend(s.ds, p, engine.BackendOptions{Devices: s.job.Devices, Mem: s.job.Mem,
 		Buffered: s.job.Buffered, IO: s.job.IO, Reader: s.rdr, Log: s.queryOptions().Log,
 		Node: s.o.Rank, Nodes: s.o.World, Remote: remote{s, q}})
 	if err != nil {
 		return err
 	}
-	qs := &query{q: q, plan: p, pol: pol, b: b, inbox: make(chan scheduler.NodeMsg, 1<<14)}
+	qs := &query{q: q, plan: p, pol: pol, b: b, inbox: make(chan scheduler.NodeMsg, 1<<14), origin: origin}
+	if s.job.Trace {
+		qs.rec = &traces.Recorder{Run: name + "/" + pol.Name()}
+	}
 	qs.ctx, qs.cancel = context.WithCancel(s.ctx)
 	s.qmu.Lock()
 	if s.cur != nil {
@@ -559,7 +589,11 @@ func (s *session) runQuery(q int) error {
 		return fmt.Errorf("go for query %d, which was not started", q)
 	}
 	start := time.Now()
-	res, err := scheduler.RunNode(qs.ctx, qs.plan, qs.pol, qs.b, s.o.Rank, nodeNet{s, qs}, nil)
+	var sink scheduler.TraceSink
+	if qs.rec != nil {
+		sink = qs.rec
+	}
+	res, err := scheduler.RunNode(qs.ctx, qs.plan, qs.pol, qs.b, s.o.Rank, nodeNet{s, qs}, sink)
 	wall := time.Since(start)
 	s.qmu.Lock()
 	s.cur = nil
@@ -574,6 +608,19 @@ func (s *session) runQuery(q int) error {
 	}
 	if cerr != nil {
 		return fmt.Errorf("query %s: %w", qs.plan.Name, cerr)
+	}
+	if qs.rec != nil {
+		// In pieces well under the control plane's message limit.
+		// [issue 9: traces]
+		const piece = 20000
+		ev := qs.rec.Events
+		for len(ev) > 0 {
+			n := min(len(ev), piece)
+			if err := s.up.send(&message{T: "trace", Q: q, Events: ev[:n], Origin: qs.origin}); err != nil {
+				return err
+			}
+			ev = ev[n:]
+		}
 	}
 	m := &message{T: "done", Q: q, Stats: &nodeStats{Sched: res, IOBytes: qs.b.IOBytes(), PeakRetained: qs.b.PeakRetained()}}
 	if s.o.Rank == 0 {
@@ -854,6 +901,17 @@ func (s *session) next(coord **scheduler.Coordinator, q int) (event, error) {
 			if err := s.links[m.D.Node].send(m); err != nil {
 				return ev, s.blame(int(m.D.Node), err)
 			}
+		case "trace": // [issue 9: traces]
+			if *coord == nil || m.Q != q {
+				return ev, s.blame(ev.rank, fmt.Errorf("protocol: unexpected trace of query %d", m.Q))
+			}
+			shift := m.Origin - s.qStart
+			for _, e := range m.Events {
+				e.Node = int32(ev.rank)
+				e.Start = max(e.Start+shift, 0)
+				e.End = max(e.End+shift, e.Start)
+				s.qTrace = append(s.qTrace, e)
+			}
 		case "fin":
 			if *coord == nil || m.Q != q {
 				return ev, s.blame(ev.rank, fmt.Errorf("protocol: unexpected finished pipeline of query %d", m.Q))
@@ -939,6 +997,7 @@ func (s *session) coordinate(job Job) error {
 		}
 		coord = scheduler.NewCoordinator(int(pipes[0]), s.o.World)
 		start := time.Now()
+		s.qStart, s.qTrace = start.UnixNano(), nil
 		if err := s.broadcast(&message{T: "go", Q: q}); err != nil {
 			return err
 		}
@@ -974,6 +1033,13 @@ func (s *session) coordinate(job Job) error {
 			return s.blame(0, errors.New("no result"))
 		}
 		result.Wall = time.Since(start)
+		if job.Trace && s.o.OnTrace != nil { // [issue 9: traces]
+			err := s.o.OnTrace(name, s.qTrace)
+			s.qTrace = nil
+			if err != nil {
+				return err
+			}
+		}
 		result.Sched = total.Sched
 		result.IOBytes, result.PeakRetained = total.IOBytes, total.PeakRetained
 		if s.o.OnResult != nil {

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"sync"
 	"sync/atomic"
@@ -23,6 +24,98 @@ type PeerError struct {
 func (e *PeerError) Error() string { return fmt.Sprintf("exchange with worker %d: %v", e.Rank, e.Err) }
 func (e *PeerError) Unwrap() error { return e.Err }
 
+// Transports of the data plane (Options.Transport).
+const (
+	// TransportTCP carries frames on the TCP data connections (default).
+	TransportTCP = "tcp"
+	// TransportRDMA carries frames as RDMA sends on reliable-connected
+	// queue pairs; the TCP data connections carry the hello, the queue
+	// pairs' addresses and the acks. Needs a build with the rdma tag.
+	TransportRDMA = "rdma"
+)
+
+// Exchange is a worker's data plane: it moves batches to the other
+// workers and stores theirs. Its implementations are in this package
+// (TCP: dataPlane; RDMA: exchange_rdma.go).
+type Exchange interface {
+	// connect opens the exchange to every other worker (addrs by rank,
+	// this worker's own entry ignored), retrying until deadline, and
+	// returns once every other worker has connected here too.
+	connect(ctx context.Context, addrs []string, dial dialFunc, deadline time.Time) error
+	// send moves batches of query q to device dev of pipeline pipe on
+	// worker node and returns once that worker stored them (nil) or
+	// failed (a *PeerError, or the context's cause).
+	send(ctx context.Context, q, node, pipe, dev int, batches []*cpu.Batch) error
+	// close ends every connection and waits for the exchange's
+	// goroutines; sends in flight fail.
+	close()
+}
+
+// newExchange opens the data plane of the given transport ("" is TCP) on
+// the listener ln, which it owns from then on (closed on error too).
+// store and log are as for newDataPlane. The result is nil on error.
+func newExchange(transport string, rank, world int, ln net.Listener, timeout time.Duration,
+	store func(q, pipe, dev int, batches []*cpu.Batch) error, log func(string, ...any)) (Exchange, error) {
+	switch transport {
+	case "", TransportTCP:
+		return newDataPlane(rank, world, ln, timeout, store, log), nil
+	case TransportRDMA:
+		ex, err := newRDMAExchange(rank, world, ln, timeout, store, log)
+		if err != nil {
+			ln.Close()
+			return nil, err
+		}
+		return ex, nil
+	}
+	ln.Close()
+	return nil, fmt.Errorf("cluster: unknown transport %q (want %s or %s)", transport, TransportTCP, TransportRDMA)
+}
+
+// carrier moves the frames of data connections. The TCP connection of a
+// data connection always carries the hello (and whatever the carrier
+// exchanges right after it) and, back to the sender, the acks; the frames
+// go where the carrier says.
+type carrier interface {
+	// outbound prepares frames to worker peer on c, whose hello was sent,
+	// and returns their writer (each Write may be sent at once) and what
+	// ends them.
+	outbound(c net.Conn, peer int, timeout time.Duration) (io.Writer, io.Closer, error)
+	// inbound prepares frames from worker peer on c, whose hello was read
+	// through br, which reads through dc (c with its deadlines), and
+	// returns their source and what ends them.
+	inbound(c net.Conn, dc *deadlineConn, br *bufio.Reader, peer int) (frameSource, io.Closer, error)
+}
+
+// frameSource is the reading end of a data connection's frames.
+type frameSource interface {
+	io.Reader
+	// setIdle: the next reads wait for a frame to begin (true: without a
+	// deadline) or are inside one (false: within the timeout).
+	setIdle(idle bool)
+}
+
+// tcpCarrier sends the frames on the TCP connection itself.
+type tcpCarrier struct{}
+
+func (tcpCarrier) outbound(c net.Conn, _ int, timeout time.Duration) (io.Writer, io.Closer, error) {
+	return &deadlineConn{c: c, timeout: timeout}, nopCloser{}, nil
+}
+
+func (tcpCarrier) inbound(_ net.Conn, dc *deadlineConn, br *bufio.Reader, _ int) (frameSource, io.Closer, error) {
+	return tcpSource{br, dc}, nopCloser{}, nil
+}
+
+type tcpSource struct {
+	*bufio.Reader
+	dc *deadlineConn
+}
+
+func (s tcpSource) setIdle(idle bool) { s.dc.idle = idle }
+
+type nopCloser struct{}
+
+func (nopCloser) Close() error { return nil }
+
 // dataPlane is one worker's exchange endpoint: a listener for the other
 // workers' data connections (inbound: frames in, acks out) and one
 // connection of its own to each other worker (outbound: frames out, acks
@@ -31,6 +124,7 @@ type dataPlane struct {
 	rank, world int
 	timeout     time.Duration
 	ln          net.Listener
+	carry       carrier
 	// store puts an inbound frame's batches into the backend of query q;
 	// an error goes back to the sender in the ack.
 	store func(q, pipe, dev int, batches []*cpu.Batch) error
@@ -49,7 +143,13 @@ type dataPlane struct {
 
 func newDataPlane(rank, world int, ln net.Listener, timeout time.Duration,
 	store func(q, pipe, dev int, batches []*cpu.Batch) error, log func(string, ...any)) *dataPlane {
-	dp := &dataPlane{rank: rank, world: world, timeout: timeout, ln: ln, store: store, log: log,
+	return newDataPlaneOn(tcpCarrier{}, rank, world, ln, timeout, store, log)
+}
+
+// newDataPlaneOn is newDataPlane with the frames on carrier carry.
+func newDataPlaneOn(carry carrier, rank, world int, ln net.Listener, timeout time.Duration,
+	store func(q, pipe, dev int, batches []*cpu.Batch) error, log func(string, ...any)) *dataPlane {
+	dp := &dataPlane{rank: rank, world: world, timeout: timeout, ln: ln, carry: carry, store: store, log: log,
 		out: make([]*outLink, world), in: map[int]net.Conn{}, inReady: make(chan struct{})}
 	if world == 1 {
 		close(dp.inReady)
@@ -91,19 +191,32 @@ func (dp *dataPlane) serveInbound(c net.Conn) {
 		dp.log("data connection from %s: unexpected worker %d", c.RemoteAddr(), from)
 		return
 	}
+	dp.mu.Unlock()
+	src, end, err := dp.carry.inbound(c, dc, br, from)
+	if err != nil {
+		dp.log("data connection from worker %d (%s): %v", from, c.RemoteAddr(), err)
+		return
+	}
+	defer end.Close()
+	dp.mu.Lock()
+	if dp.closed || dp.in[from] != nil {
+		dp.mu.Unlock()
+		dp.log("data connection from %s: unexpected worker %d", c.RemoteAddr(), from)
+		return
+	}
 	dp.in[from] = c
 	if len(dp.in) == dp.world-1 {
 		close(dp.inReady)
 	}
 	dp.mu.Unlock()
 	for {
-		dc.idle = true
-		h, err := readFrameHeader(br)
-		dc.idle = false
+		src.setIdle(true)
+		h, err := readFrameHeader(src)
+		src.setIdle(false)
 		if err != nil {
 			return
 		}
-		batches, n, err := readBatches(br, h)
+		batches, n, err := readBatches(src, h)
 		var de *dataError
 		if err != nil && !errors.As(err, &de) {
 			// The connection broke mid-frame: the sender sees it.
@@ -139,18 +252,25 @@ func (dp *dataPlane) connect(ctx context.Context, addrs []string, dial dialFunc,
 			return &PeerError{Rank: r, Err: fmt.Errorf("connect to %s: %w", addr, err)}
 		}
 		l := &outLink{dp: dp, rank: r, conn: c, waits: map[uint64]chan string{}}
-		l.bw = bufio.NewWriterSize(&deadlineConn{c: c, timeout: dp.timeout}, 1<<20)
-		if err := writeHello(l.bw, dp.rank); err == nil {
-			err = l.bw.Flush()
+		hw := bufio.NewWriterSize(&deadlineConn{c: c, timeout: dp.timeout}, 64)
+		err = writeHello(hw, dp.rank)
+		if err == nil {
+			err = hw.Flush()
+		}
+		var fw io.Writer
+		if err == nil {
+			fw, l.end, err = dp.carry.outbound(c, r, dp.timeout)
 		}
 		if err != nil {
 			c.Close()
 			return &PeerError{Rank: r, Err: fmt.Errorf("connect to %s: %w", addr, err)}
 		}
+		l.bw = bufio.NewWriterSize(fw, 1<<20)
 		dp.mu.Lock()
 		if dp.closed {
 			dp.mu.Unlock()
 			c.Close()
+			l.end.Close()
 			return errors.New("cluster: data plane closed")
 		}
 		dp.out[r] = l
@@ -192,6 +312,13 @@ func (dp *dataPlane) close() {
 	}
 	dp.mu.Unlock()
 	dp.wg.Wait()
+	// Senders fail once their link failed; the carriers' ends wait for a
+	// write in progress.
+	for _, l := range dp.out {
+		if l != nil {
+			l.end.Close()
+		}
+	}
 }
 
 // send moves batches of query q to device dev of worker node and waits
@@ -213,6 +340,7 @@ type outLink struct {
 	dp   *dataPlane
 	rank int
 	conn net.Conn
+	end  io.Closer  // ends the carrier's frames (after conn closed)
 	wmu  sync.Mutex // held while a frame is written
 	bw   *bufio.Writer
 

@@ -231,7 +231,9 @@ func machineName() string {
 	return fmt.Sprintf("%s, %d CPUs", host, runtime.NumCPU())
 }
 
-func simulate(ctx context.Context, o sim.SimOptions) (*sim.Report, error) { return sim.RunReport(ctx, o) }
+func simulate(ctx context.Context, o sim.SimOptions) (*sim.Report, error) {
+	return sim.RunReport(ctx, o)
+}
 
 // jsonBuffer collects output in memory (tests).
 type jsonBuffer []byte

@@ -1,0 +1,188 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Simulator against the emulated cluster (`gostachio cluster bench-sim`):
+// each query runs Reps times on a --netns cluster with shaped links, and
+// once in the simulator on a profile derived from a calibrated one for the
+// same topology.
+
+// SimBenchOptions configure BenchSim.
+type SimBenchOptions struct {
+	// Exe is this binary (workers and `sim` run from it).
+	Exe string
+	// Nodes, Link, Devices (per worker) and Data describe the cluster;
+	// Queries are run in order, each Reps times (the median counts).
+	Nodes   int
+	Link    Link
+	Devices int
+	Data    string
+	Queries []string
+	Reps    int
+	// Profile is the calibrated profile (.yaml) the simulated one derives
+	// from; ProfileOut is where the derived one is written.
+	Profile, ProfileOut string
+	// Latency is the simulated NIC latency when the link's delay is not
+	// emulated (no netem): the measured one-way latency of the veth path.
+	Latency time.Duration
+	// Cores is this machine's CPU count shared by the workers (0:
+	// runtime.NumCPU).
+	Cores int
+}
+
+// SimBenchRow is one query's comparison.
+type SimBenchRow struct {
+	Query   string    `json:"query"`
+	Engine  []float64 `json:"engine_s"`
+	Sim     float64   `json:"sim_s"`
+	Error   float64   `json:"error"` // (sim - median engine) / median engine
+	SentMiB float64   `json:"sent_mib"`
+}
+
+// DeriveProfile rewrites a profile's YAML for an emulated cluster of this
+// machine: every node gets `devices` devices, its share of the host cores
+// and of the NVMe bandwidth (the workers share them), and the link's NIC
+// bandwidth and latency (latency: the delay crossed twice, two veths, or
+// the given one when the delay is not emulated). Only the lines of those
+// fields change; comments say what was done.
+func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency time.Duration) ([]byte, error) {
+	if nodes < 1 || devices < 1 || cores < 1 || link.Rate <= 0 {
+		return nil, fmt.Errorf("cluster: derive profile: need nodes, devices, cores >= 1 and a link rate")
+	}
+	var out bytes.Buffer
+	section := ""
+	seen := map[string]bool{}
+	for _, line := range strings.Split(string(src), "\n") {
+		if len(line) > 0 && line[0] != ' ' && line[0] != '#' {
+			section, _, _ = strings.Cut(line, ":")
+		}
+		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
+		indented := strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ")
+		if ok && indented {
+			val, _, _ = strings.Cut(strings.TrimSpace(val), "#")
+			val = strings.TrimSpace(val)
+			set := func(v, why string) {
+				line = fmt.Sprintf("  %s: %s  # %s", key, v, why)
+				seen[section+"."+key] = true
+			}
+			switch section + "." + key {
+			case "node.gpus":
+				set(strconv.Itoa(devices), "engine --devices per worker")
+			case "node.host_cores":
+				f, err := strconv.ParseFloat(val, 64)
+				if err != nil {
+					return nil, fmt.Errorf("cluster: derive profile: host_cores %q", val)
+				}
+				set(strconv.FormatFloat(min(f, float64(cores)/float64(nodes)), 'g', 4, 64),
+					fmt.Sprintf("%d cores shared by %d workers", cores, nodes))
+			case "nvme.bandwidth":
+				f, err := strconv.ParseFloat(val, 64)
+				if err != nil {
+					return nil, fmt.Errorf("cluster: derive profile: nvme bandwidth %q", val)
+				}
+				set(strconv.FormatFloat(f/float64(nodes), 'g', 6, 64), fmt.Sprintf("one disk shared by %d workers", nodes))
+			case "nic.bandwidth":
+				set(strconv.FormatFloat(float64(link.Rate)/8, 'g', 6, 64), "--link "+link.String())
+			case "nic.latency":
+				lat, why := latency, "measured on the veth path (delay not emulated)"
+				if link.Delay > 0 && latency == 0 {
+					lat, why = 2*link.Delay, "the --link delay on both veths"
+				}
+				set(fmt.Sprintf("%dns", lat.Nanoseconds()), why)
+			}
+		}
+		out.WriteString(line)
+		out.WriteByte('\n')
+	}
+	for _, k := range []string{"node.gpus", "node.host_cores", "nvme.bandwidth", "nic.bandwidth", "nic.latency"} {
+		if !seen[k] {
+			return nil, fmt.Errorf("cluster: derive profile: no %s in the profile", k)
+		}
+	}
+	return bytes.TrimRight(out.Bytes(), "\n"), nil
+}
+
+// BenchSim runs the comparison and prints a table on w (notices on log).
+func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBenchRow, error) {
+	if o.Reps < 1 {
+		o.Reps = 3
+	}
+	if o.Devices < 1 {
+		o.Devices = 1
+	}
+	if o.Cores < 1 {
+		o.Cores = runtime.NumCPU()
+	}
+	src, err := os.ReadFile(o.Profile)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+	}
+	prof, err := DeriveProfile(src, o.Nodes, o.Devices, o.Cores, o.Link, o.Latency)
+	if err != nil {
+		return nil, err
+	}
+	prof = append([]byte(fmt.Sprintf("# Derived by `gostachio cluster bench-sim` from %s for %d emulated workers on this machine.\n", o.Profile, o.Nodes)), prof...)
+	prof = bytes.Replace(prof, []byte("\nname: "), []byte("\nname: netns-"), 1)
+	if err := os.WriteFile(o.ProfileOut, append(prof, '\n'), 0o644); err != nil {
+		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+	}
+	var rows []SimBenchRow
+	for _, q := range o.Queries {
+		row := SimBenchRow{Query: q}
+		list := strings.TrimSuffix(strings.Repeat(q+",", o.Reps), ",")
+		var stdout bytes.Buffer
+		err := Launch(ctx, LaunchOptions{Nodes: o.Nodes, Exe: o.Exe, Netns: true, Link: o.Link,
+			Args: []string{"--data", o.Data, "--query", list, "--devices", strconv.Itoa(o.Devices), "--format", "json"}}, &stdout, log)
+		if err != nil {
+			return rows, fmt.Errorf("cluster: bench-sim %s on the cluster: %w", q, err)
+		}
+		var res []jsonResult
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || len(res) != o.Reps {
+			return rows, fmt.Errorf("cluster: bench-sim %s: unreadable results (%v): %.200s", q, err, stdout.Bytes())
+		}
+		for _, r := range res {
+			row.Engine = append(row.Engine, r.Seconds)
+			row.SentMiB = float64(r.SentBytes) / (1 << 20)
+		}
+		cmd := exec.CommandContext(ctx, o.Exe, "sim", "--profile", o.ProfileOut, "--nodes", strconv.Itoa(o.Nodes),
+			"--data", o.Data, "--query", q, "--policy", "overlap", "--json")
+		var serr bytes.Buffer
+		cmd.Stderr = &serr
+		out, err := cmd.Output()
+		if err != nil {
+			return rows, fmt.Errorf("cluster: bench-sim %s: sim: %v: %s", q, err, strings.TrimSpace(serr.String()))
+		}
+		var rep struct {
+			Makespan int64 `json:"makespan_ns"`
+		}
+		if err := json.Unmarshal(out, &rep); err != nil || rep.Makespan <= 0 {
+			return rows, fmt.Errorf("cluster: bench-sim %s: unreadable sim report (%v)", q, err)
+		}
+		row.Sim = float64(rep.Makespan) / 1e9
+		eng := median(row.Engine)
+		row.Error = (row.Sim - eng) / eng
+		rows = append(rows, row)
+	}
+	fmt.Fprintf(w, "%d workers, --netns --link %s, --devices %d, %s, engine median of %d; sim profile %s\n",
+		o.Nodes, o.Link, o.Devices, o.Data, o.Reps, o.ProfileOut)
+	fmt.Fprintf(w, "%-6s %10s %10s %8s %10s\n", "query", "engine s", "sim s", "error", "sent MiB")
+	var abs []float64
+	for _, r := range rows {
+		fmt.Fprintf(w, "%-6s %10.3f %10.3f %+7.1f%% %10.1f\n", r.Query, median(r.Engine), r.Sim, 100*r.Error, r.SentMiB)
+		abs = append(abs, max(r.Error, -r.Error))
+	}
+	fmt.Fprintf(w, "median |error| %.1f%%\n", 100*median(abs))
+	return rows, nil
+}
