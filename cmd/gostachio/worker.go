@@ -56,6 +56,7 @@ error naming it.`,
 	f.BoolVar(&o.Buffered, "buffered", false, "read through the page cache instead of O_DIRECT")
 	f.StringVar(&o.IO, "io", "auto", "storage backend: auto, uring, pread")
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Second, "fail the run when a worker is silent or a transfer stalls this long")
+	f.StringVar(&o.Transport, "transport", "tcp", "exchange transport: tcp, or rdma (needs a binary built with -tags rdma: make build-rdma)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }

@@ -30,6 +30,10 @@ type WorkerOptions struct {
 	engine.RunOptions
 	// Timeout is the failure-detection timeout (Options.Timeout).
 	Timeout time.Duration
+	// Transport is the exchange transport, TransportTCP (default) or
+	// TransportRDMA (a binary built with -tags rdma); every worker must use
+	// the same.
+	Transport string
 	// Getenv reads the launcher's environment (nil: os.Getenv).
 	Getenv func(string) string
 }
@@ -57,7 +61,7 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 		return err
 	}
 	defer engine.TuneGC()()
-	co := Options{Rank: rv.Rank, World: rv.World, Addr: rv.Addr, Timeout: o.Timeout, Log: stderr,
+	co := Options{Rank: rv.Rank, World: rv.World, Addr: rv.Addr, Timeout: o.Timeout, Log: stderr, Transport: o.Transport,
 		Job: Job{Data: o.Data, Queries: names, Policy: o.Policy, Set: o.Set, Devices: o.Devices, Mem: o.Mem,
 			Buffered: o.Buffered, IO: o.IO, Trace: o.Trace != ""}}
 	if o.Trace != "" {
