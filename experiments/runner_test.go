@@ -348,7 +348,7 @@ func TestRunSpecWarmupAndLock(t *testing.T) {
 func TestRunSpecSweep(t *testing.T) {
 	dir := t.TempDir()
 	spec := filepath.Join(dir, "s.yaml")
-	os.WriteFile(spec, []byte("backend: sim\nsf: 2\nqueries: [q6]\npolicies:\n  - {name: ov, policy: overlap, set: depth=2}\n"+
+	os.WriteFile(spec, []byte("backend: sim\nsf: 2\nqueries: [q6]\npolicies:\n  - {name: ov, policy: overlap, set: \"depth=2,units=0\"}\n"+
 		"sweep:\n  chunk: [1MiB, 64MiB]\n  nodes: [1, 2]\nreps: 1\n"), 0o644)
 	s := mustSpec(t, spec)
 	out := filepath.Join(dir, "out")
@@ -362,11 +362,11 @@ func TestRunSpecSweep(t *testing.T) {
 	times := map[float64]bool{}
 	for _, r := range rs {
 		chunk, nodes := r.SweepValue("chunk"), r.SweepValue("nodes")
-		if r.Set != "depth=2" || r.Policy != "ov" || nodes != strconv.Itoa(r.Nodes) {
+		if r.Set != "depth=2,units=0" || r.Policy != "ov" || nodes != strconv.Itoa(r.Nodes) {
 			t.Errorf("result %+v", r)
 		}
 		rep, err := sim.RunReport(context.Background(), sim.SimOptions{Profile: "dgx-a100", Nodes: r.Nodes, SF: 2, Query: "q6",
-			Policy: "overlap", Set: "depth=2,chunk=" + chunk})
+			Policy: "overlap", Set: "depth=2,units=0,chunk=" + chunk})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -203,6 +203,22 @@ func (s *Scheduler) scanUnits(ps *pipe) {
 		}
 		cur.n, cur.rows, cur.size, cur.read = 0, 0, 0, 0
 	}
+	limit := s.cfg.Chunk
+	if s.cfg.MinUnits > 0 && limit > 0 {
+		// Balance: units no larger than the surviving projected bytes over
+		// MinUnits per worker, so every worker gets several and the last
+		// one does not run alone (a small scan would otherwise make fewer
+		// units than workers, or one unit too many for one of them).
+		var total int64
+		for c := range t.Chunks {
+			if t.Survives(c, prune) {
+				for _, col := range ps.cols {
+					total += t.Chunks[c].Bytes[col]
+				}
+			}
+		}
+		limit = min(limit, max(1, total/int64(W*s.cfg.MinUnits)))
+	}
 	for c := range t.Chunks {
 		if !t.Survives(c, prune) {
 			emit()
@@ -214,7 +230,7 @@ func (s *Scheduler) scanUnits(ps *pipe) {
 			size += t.Chunks[c].Bytes[col]
 		}
 		forSpans(&t.Chunks[c], ps.cols, s.cfg.Combine, s.cfg.CombineGap, func(_, _ int, _, n int64) { read += n })
-		if cur.n > 0 && (place != cur.place || s.cfg.Chunk == 0 || cur.size+size > s.cfg.Chunk || cur.read+read > s.pinBud/2) {
+		if cur.n > 0 && (place != cur.place || limit == 0 || cur.size+size > limit || cur.read+read > s.pinBud/2) {
 			emit()
 		}
 		if cur.n == 0 {

@@ -68,6 +68,12 @@ type Config struct {
 	// destination. Broadcasts are not coalesced (every destination gets a
 	// unit's whole output, already one large message). (knob "msg")
 	Msg int64
+	// MinUnits is the fewest units of a scan pipeline each worker should
+	// get: units shrink below Chunk (down to single stored chunks) when a
+	// table is too small to give every worker this many, so no worker
+	// idles while the last one finishes. 0: Chunk alone decides.
+	// (knob "units")
+	MinUnits int
 	// Pinned caps the pinned host memory of a node, DevMem the memory of a
 	// device; 0: the topology's capacity. (knobs "pinned", "devmem")
 	Pinned, DevMem int64
@@ -86,6 +92,8 @@ func (c Config) Validate() error {
 		return fmt.Errorf("scheduler: knob gap=%d is negative", c.CombineGap)
 	case c.MetaBytes < 0:
 		return fmt.Errorf("scheduler: knob meta=%d is negative", c.MetaBytes)
+	case c.MinUnits < 0:
+		return fmt.Errorf("scheduler: knob units=%d is negative", c.MinUnits)
 	case c.Msg < 0:
 		return fmt.Errorf("scheduler: knob msg=%d is negative", c.Msg)
 	case c.Pinned < 0:
@@ -131,6 +139,7 @@ var knobs = []knob{
 	{name: "meta", kind: knobBytes, doc: "bytes of one metadata read (file footer / chunk index)", i64: func(c *Config) *int64 { return &c.MetaBytes }},
 	{name: "adaptive", kind: knobBool, doc: "adaptive regulation: per-stage in-flight limits in [1,depth] grow when the consumer starves, shrink when the output queue backs up", b: func(c *Config) *bool { return &c.Adaptive }},
 	{name: "multipath", kind: knobBool, doc: "multi-path I/O: each read goes to the SSD of the node with the fewest bytes assigned; off: the device's paired SSD only", b: func(c *Config) *bool { return &c.Multipath }},
+	{name: "units", kind: knobInt, doc: "balance: each worker gets at least this many units of a scan when the table allows (units shrink below chunk); 0: off", i: func(c *Config) *int { return &c.MinUnits }},
 	{name: "msg", kind: knobBytes, doc: "exchange message coalescing: per destination, a device sends its buffered shuffle/gather output once it holds this many bytes (the rest at the pipeline's end); 0: one message per unit and destination", i64: func(c *Config) *int64 { return &c.Msg }},
 	{name: "pinned", kind: knobBytes, doc: "pinned host memory budget per node (0: the topology's capacity)", i64: func(c *Config) *int64 { return &c.Pinned }},
 	{name: "devmem", kind: knobBytes, doc: "memory budget per device (0: the topology's capacity)", i64: func(c *Config) *int64 { return &c.DevMem }},
@@ -329,9 +338,9 @@ func init() {
 			Defaults: Config{Depth: 1, Window: 2, MetaBytes: 64 << 10}},
 		{Name: "pipeline", Doc: "k units in flight per stage per device with bounded queues between stages (back-pressure); a sync per kernel",
 			Defaults: Config{Depth: 4, MetaBytes: 64 << 10}},
-		{Name: "overlap", Doc: "the paper's full design: chunking, dynamic buffering, deferred sync, reader combining, metadata caching, adaptive queues, multi-path I/O, coalesced exchange messages; each knob can be switched off alone",
+		{Name: "overlap", Doc: "the paper's full design: chunking (balanced: at least 4 units per worker), dynamic buffering, deferred sync, reader combining, metadata caching, adaptive queues, multi-path I/O, coalesced exchange messages; each knob can be switched off alone",
 			Defaults: Config{Chunk: 64 << 20, Depth: 8, DynBuf: true, Defer: true, Combine: true, CombineGap: 1 << 20,
-				MetaCache: true, MetaBytes: 64 << 10, Adaptive: true, Multipath: true, Msg: 1 << 20}},
+				MetaCache: true, MetaBytes: 64 << 10, Adaptive: true, Multipath: true, Msg: 1 << 20, MinUnits: 4}},
 	}
 	for _, p := range builtin {
 		if err := Register(p); err != nil {

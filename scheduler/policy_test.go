@@ -126,11 +126,11 @@ func TestListPolicies(t *testing.T) {
 	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil {
 		t.Fatal(err)
 	}
-	if len(doc.Knobs) != 15 || len(doc.Policies) < 4 {
+	if len(doc.Knobs) != 16 || len(doc.Policies) < 4 {
 		t.Fatalf("JSON has %d knobs and %d policies", len(doc.Knobs), len(doc.Policies))
 	}
 	for _, p := range doc.Policies {
-		if p.Name == "overlap" && (p.Defaults["chunk"] != "64MiB" || p.Defaults["combine"] != "on" || p.Defaults["depth"] != "8" || p.Defaults["msg"] != "1MiB") {
+		if p.Name == "overlap" && (p.Defaults["chunk"] != "64MiB" || p.Defaults["combine"] != "on" || p.Defaults["depth"] != "8" || p.Defaults["msg"] != "1MiB" || p.Defaults["units"] != "4") {
 			t.Errorf("overlap defaults in JSON: %v", p.Defaults)
 		}
 		if p.Name == "serial" && (p.Defaults["stagesync"] != "on" || p.Defaults["window"] != "1") {
