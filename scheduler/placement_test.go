@@ -87,7 +87,7 @@ func TestPlacedChunksDealtToTheirNode(t *testing.T) {
 	// Partitions 0 and 2 (both node 0) adjacent: with units large enough
 	// for everything, each run of one placement is one unit.
 	p = placementPlan(t, []int32{0, 0, 2, 2, 1, 1, 3, 3})
-	who, unit = dealt(t, p, "chunk=1GiB", "fifo", 0)
+	who, unit = dealt(t, p, "chunk=1GiB,units=0", "fifo", 0)
 	want = map[int32]worker{0: {0, 0}, 1: {0, 0}, 2: {0, 1}, 3: {0, 1}, 4: {1, 0}, 5: {1, 0}, 6: {1, 1}, 7: {1, 1}}
 	if !maps.Equal(who, want) {
 		t.Errorf("chunk=1GiB: dealt %v, want %v", who, want)
