@@ -17,6 +17,8 @@ import (
 	"io"
 	"os"
 	"strconv"
+
+	"gostachio/internal/atomicfile"
 )
 
 // Components of a Sample.
@@ -103,39 +105,10 @@ func ReadSamplesFile(path string) ([]Sample, error) {
 	return ReadSamples(f)
 }
 
-// writeFileAtomic writes data to path through a temporary file in the same
-// folder, synced and renamed: a crash leaves the old file or the new one.
+// writeFileAtomic writes data to path atomically (see atomicfile).
 func writeFileAtomic(path string, data []byte) error {
-	dir := "."
-	for i := len(path) - 1; i >= 0; i-- {
-		if os.IsPathSeparator(path[i]) {
-			dir = path[:i]
-			if dir == "" {
-				dir = "/"
-			}
-			break
-		}
-	}
-	tmp, err := os.CreateTemp(dir, ".calibrate-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return fmt.Errorf("calibrate: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("calibrate: write %s: %w", path, err)
 	}
 	return nil
 }

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"gostachio/internal/atomicfile"
 )
 
 // Result is one finished run of an experiment: one query under one policy
@@ -161,34 +163,17 @@ func AppendResult(dir string, r Result) error {
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
 		return fmt.Errorf("experiments: results: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".results-*.csv")
-	if err != nil {
-		return fmt.Errorf("experiments: results: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	w := csv.NewWriter(tmp)
-	if len(old) == 0 {
-		w.Write(resultColumns)
-	} else if _, err := tmp.Write(old); err != nil {
-		tmp.Close()
-		return fmt.Errorf("experiments: results: %w", err)
-	}
-	w.Write(r.record())
-	w.Flush()
-	err = w.Error()
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		// CreateTemp made it private; results are an ordinary output file.
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
+	err = atomicfile.Write(path, func(out io.Writer) error {
+		w := csv.NewWriter(out)
+		if len(old) == 0 {
+			w.Write(resultColumns)
+		} else if _, err := out.Write(old); err != nil {
+			return err
+		}
+		w.Write(r.record())
+		w.Flush()
+		return w.Error()
+	})
 	if err != nil {
 		return fmt.Errorf("experiments: results: %w", err)
 	}

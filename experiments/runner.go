@@ -22,6 +22,7 @@ import (
 	"gostachio/dataset"
 	"gostachio/engine"
 	"gostachio/engine/storage"
+	"gostachio/internal/atomicfile"
 	"gostachio/internal/progress"
 	"gostachio/plan"
 	"gostachio/scheduler"
@@ -106,29 +107,10 @@ func ReadMeta(dir string) (*Meta, error) {
 	return &m, nil
 }
 
-// writeFileAtomic writes data to path through a synced temporary file
-// renamed into place.
+// writeFileAtomic writes data to path atomically (see atomicfile).
 func writeFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return fmt.Errorf("experiments: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(data)
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("experiments: write %s: %w", path, err)
 	}
 	return nil
 }

@@ -6,14 +6,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"gostachio/engine/cluster"
-	"gostachio/internal/units"
 )
 
 func init() { commands = append(commands, newWorkerCmd) }
 
 func newWorkerCmd(g *globals) *cobra.Command {
 	var o cluster.WorkerOptions
-	var mem string
+	var rf *runFlags
 	cmd := &cobra.Command{
 		Use:   "worker --data DIR [--query q1|all ...]",
 		Short: "Run one worker of a multi-process query (under torchrun, srun, mpirun or 'gostachio cluster')",
@@ -31,30 +30,14 @@ worker that fails, dies or goes silent for --timeout fails the run with an
 error naming it.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if g.json {
-				o.Format = "json"
-			}
-			if mem != "" {
-				n, err := units.ParseBytes(mem)
-				if err != nil {
-					return err
-				}
-				o.Mem = n
+			if err := rf.resolve(g); err != nil {
+				return err
 			}
 			return cluster.RunWorker(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Data, "data", "", "dataset directory (the same path on every worker)")
-	f.StringVar(&o.Query, "query", "all", "q1..q22, a comma-separated list, or all")
-	f.StringVar(&o.Policy, "policy", "overlap", "scheduling policy (see `gostachio policies`)")
-	f.StringVar(&o.Set, "set", "", "policy knob overrides, e.g. chunk=8MiB,depth=4")
-	f.StringVar(&o.Format, "format", "table", "result format: table, csv, json")
-	f.StringVar(&o.Trace, "trace", "", "rank 0 writes every worker's tasks as one Perfetto/Chrome JSON trace here, one process per worker (several queries: one file each, the query name before the extension)")
-	f.StringVar(&mem, "mem", "4GiB", "memory budget of each worker")
-	f.IntVar(&o.Devices, "devices", 0, "worker groups per worker (default: rank 0's CPUs)")
-	f.BoolVar(&o.Buffered, "buffered", false, "read through the page cache instead of O_DIRECT")
-	f.StringVar(&o.IO, "io", "auto", "storage backend: auto, uring, pread")
+	rf = addRunFlags(f, &o.RunOptions, true)
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Second, "fail the run when a worker is silent or a transfer stalls this long")
 	f.StringVar(&o.Transport, "transport", "tcp", "exchange transport: tcp, or rdma (needs a binary built with -tags rdma: make build-rdma)")
 	_ = cmd.MarkFlagRequired("data")

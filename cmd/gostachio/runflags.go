@@ -1,0 +1,54 @@
+package main
+
+import (
+	"github.com/spf13/pflag"
+
+	"gostachio/engine"
+	"gostachio/internal/units"
+)
+
+// runFlags are the query-run flags `query` and `worker` share; worker
+// changes the wording where a cluster differs.
+type runFlags struct {
+	o   *engine.RunOptions
+	mem string
+}
+
+func addRunFlags(f *pflag.FlagSet, o *engine.RunOptions, worker bool) *runFlags {
+	rf := &runFlags{o: o}
+	data, trace, mem, devices := "dataset directory (from gostachio gen)",
+		"write a Perfetto/Chrome JSON trace to this file", "memory budget (I/O buffers + intermediate data)",
+		"worker groups (default: one per CPU)"
+	if worker {
+		data = "dataset directory (the same path on every worker)"
+		trace = "rank 0 writes every worker's tasks as one Perfetto/Chrome JSON trace here, one process per worker (several queries: one file each, the query name before the extension)"
+		mem = "memory budget of each worker"
+		devices = "worker groups per worker (default: rank 0's CPUs)"
+	}
+	f.StringVar(&o.Data, "data", "", data)
+	f.StringVar(&o.Query, "query", "all", "q1..q22, a comma-separated list, or all")
+	f.StringVar(&o.Policy, "policy", "overlap", "scheduling policy (see `gostachio policies`)")
+	f.StringVar(&o.Set, "set", "", "policy knob overrides, e.g. chunk=8MiB,depth=4")
+	f.StringVar(&o.Format, "format", "table", "result format: table, csv, json")
+	f.StringVar(&o.Trace, "trace", "", trace)
+	f.StringVar(&rf.mem, "mem", "4GiB", mem)
+	f.IntVar(&o.Devices, "devices", 0, devices)
+	f.BoolVar(&o.Buffered, "buffered", false, "read through the page cache instead of O_DIRECT")
+	f.StringVar(&o.IO, "io", "auto", "storage backend: auto, uring, pread")
+	return rf
+}
+
+// resolve applies --json and parses --mem.
+func (rf *runFlags) resolve(g *globals) error {
+	if g.json {
+		rf.o.Format = "json"
+	}
+	if rf.mem != "" {
+		n, err := units.ParseBytes(rf.mem)
+		if err != nil {
+			return err
+		}
+		rf.o.Mem = n
+	}
+	return nil
+}
