@@ -2,7 +2,7 @@ package plots
 
 import (
 	"fmt"
-	"os"
+	"io"
 	"path/filepath"
 	"runtime"
 	"strings"
@@ -15,6 +15,8 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 	"gonum.org/v1/plot/vg/vgpdf"
 	"gonum.org/v1/plot/vg/vgsvg"
+
+	"gostachio/internal/atomicfile"
 )
 
 // Default figure size (Save) and PNG resolution.
@@ -82,25 +84,11 @@ func SaveSize(p *plot.Plot, path string, w, h vg.Length) error {
 	}
 	drawWithLegend(p, draw.New(cw))
 
-	dir := filepath.Dir(path)
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+"-*")
-	if err != nil {
+	if err := atomicfile.Write(path, func(w io.Writer) error {
+		_, err := cw.WriteTo(w)
+		return err
+	}); err != nil {
 		return fmt.Errorf("plots: save: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	_, err = cw.WriteTo(tmp)
-	if err == nil {
-		// CreateTemp makes the file private; a figure is for everyone.
-		err = tmp.Chmod(0o644)
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), path)
-	}
-	if err != nil {
-		return fmt.Errorf("plots: save %s: %w", path, err)
 	}
 	return nil
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"gostachio/internal/atomicfile"
 	"gostachio/internal/units"
 )
 
@@ -52,7 +53,7 @@ func Load(path string) ([]Event, Meta, error) {
 // Save writes events to path in the format its extension names (as
 // Load reads them; CSV drops meta). It writes a temporary file next to
 // path and renames it into place, so path is never left half-written.
-func Save(path string, events []Event, meta Meta) (err error) {
+func Save(path string, events []Event, meta Meta) error {
 	var write func(io.Writer) error
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".json":
@@ -64,27 +65,7 @@ func Save(path string, events []Event, meta Meta) (err error) {
 	default:
 		return fmt.Errorf("traces: %s: unknown trace format (want .json, .csv or .parquet)", path)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-")
-	if err != nil {
-		return fmt.Errorf("traces: %w", err)
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := write(f); err != nil {
-		return fmt.Errorf("traces: write %s: %w", path, err)
-	}
-	// CreateTemp made it private; a trace is an ordinary output file.
-	if err := f.Chmod(0o644); err != nil {
-		return fmt.Errorf("traces: write %s: %w", path, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("traces: write %s: %w", path, err)
-	}
-	if err := os.Rename(f.Name(), path); err != nil {
+	if err := atomicfile.Write(path, write); err != nil {
 		return fmt.Errorf("traces: %w", err)
 	}
 	return nil
