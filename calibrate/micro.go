@@ -319,8 +319,8 @@ func (m *micro) time(fn func() error) (int64, error) {
 	return ts[len(ts)/2], nil
 }
 
-func (m *micro) add(op plan.OpKind, c string, in *cpu.Batch, ns int64) {
-	m.out = append(m.out, Sample{Component: CompKernel, Op: op.String(), Case: c, Bytes: bytesOf(in), Rows: int64(in.Rows), Ns: ns})
+func (m *micro) add(op plan.OpKind, terms float64, c string, in *cpu.Batch, ns int64) {
+	m.out = append(m.out, Sample{Component: CompKernel, Op: op.String(), Case: c, Bytes: bytesOf(in), Rows: int64(in.Rows), Terms: terms, Ns: ns})
 }
 
 func bytesOf(b *cpu.Batch) int64 {
@@ -455,7 +455,7 @@ func (m *micro) walk(p *plan.Plan, pi int, b *cpu.Batch, devices int, final bool
 			var st *cpu.Aggregator
 			ns, err = m.time(func() (e error) { st, e = fold(op, in); return })
 			if err == nil {
-				m.add(op.Kind, label, in, ns)
+				m.add(op.Kind, op.Terms(), label, in, ns)
 				if final {
 					err = m.aggFinal(p, pi, st, devices)
 				}
@@ -469,7 +469,7 @@ func (m *micro) walk(p *plan.Plan, pi int, b *cpu.Batch, devices int, final bool
 		if err != nil {
 			return err
 		}
-		m.add(op.Kind, label, in, ns)
+		m.add(op.Kind, op.Terms(), label, in, ns)
 		if b == nil || b.Rows == 0 || op.Kind == plan.OpShuffle {
 			return nil
 		}
@@ -533,7 +533,7 @@ func (m *micro) aggFinal(p *plan.Plan, pi int, st *cpu.Aggregator, devices int) 
 		if err != nil {
 			return err
 		}
-		m.add(plan.OpAggFinal, fmt.Sprintf("%s p%d agg-final", p.Name, ci), in, ns)
+		m.add(plan.OpAggFinal, op.Terms(), fmt.Sprintf("%s p%d agg-final", p.Name, ci), in, ns)
 	}
 	return nil
 }
@@ -572,7 +572,7 @@ func (m *micro) joinsAndSorts() error {
 			if err != nil {
 				return err
 			}
-			m.add(plan.OpHashBuild, fmt.Sprintf("build %s %d", j.build, nb), bin, ns)
+			m.add(plan.OpHashBuild, 1, fmt.Sprintf("build %s %d", j.build, nb), bin, ns)
 			for _, np := range m.sizes(pt.Rows) {
 				pin, err := cols(pt, j.pcols, np)
 				if err != nil {
@@ -587,7 +587,7 @@ func (m *micro) joinsAndSorts() error {
 					if err != nil {
 						return err
 					}
-					m.add(plan.OpHashProbe, fmt.Sprintf("probe %s %s build=%d", j.probe, kind, nb), pin, ns)
+					m.add(plan.OpHashProbe, float64(1+len(carry)), fmt.Sprintf("probe %s %s build=%d", j.probe, kind, nb), pin, ns)
 				}
 			}
 		}
@@ -615,7 +615,7 @@ func (m *micro) joinsAndSorts() error {
 			if err != nil {
 				return err
 			}
-			m.add(s.kind, fmt.Sprintf("%s %d keys limit %d", s.kind, len(s.keys), s.limit), in, ns)
+			m.add(s.kind, float64(len(s.keys)), fmt.Sprintf("%s %d keys limit %d", s.kind, len(s.keys), s.limit), in, ns)
 		}
 	}
 	return nil

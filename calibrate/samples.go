@@ -41,9 +41,11 @@ type Sample struct {
 	Depth, Tasks int
 	// Ns is the measured time (median over repetitions).
 	Ns int64
+	// Terms is a kernel's expression terms per row (plan.Op.Terms).
+	Terms float64
 }
 
-var sampleHeader = []string{"component", "op", "case", "bytes", "rows", "depth", "tasks", "ns"}
+var sampleHeader = []string{"component", "op", "case", "bytes", "rows", "depth", "tasks", "ns", "terms"}
 
 // WriteSamples writes samples as CSV with a header.
 func WriteSamples(w io.Writer, samples []Sample) error {
@@ -51,7 +53,7 @@ func WriteSamples(w io.Writer, samples []Sample) error {
 	cw.Write(sampleHeader)
 	for _, s := range samples {
 		cw.Write([]string{s.Component, s.Op, s.Case, strconv.FormatInt(s.Bytes, 10), strconv.FormatInt(s.Rows, 10),
-			strconv.Itoa(s.Depth), strconv.Itoa(s.Tasks), strconv.FormatInt(s.Ns, 10)})
+			strconv.Itoa(s.Depth), strconv.Itoa(s.Tasks), strconv.FormatInt(s.Ns, 10), strconv.FormatFloat(s.Terms, 'g', -1, 64)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -61,12 +63,20 @@ func WriteSamples(w io.Writer, samples []Sample) error {
 // naming its line.
 func ReadSamples(r io.Reader) ([]Sample, error) {
 	cr := csv.NewReader(r)
-	cr.FieldsPerRecord = len(sampleHeader)
 	head, err := cr.Read()
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: samples: header: %w", err)
 	}
-	for i, h := range sampleHeader {
+	// Samples written before the terms column have one column less.
+	cols := len(sampleHeader)
+	if len(head) == cols-1 {
+		cols--
+	}
+	cr.FieldsPerRecord = cols
+	if len(head) != cols {
+		return nil, fmt.Errorf("calibrate: samples: %d columns, want %d", len(head), len(sampleHeader))
+	}
+	for i, h := range sampleHeader[:cols] {
 		if head[i] != h {
 			return nil, fmt.Errorf("calibrate: samples: column %d is %q, want %q", i+1, head[i], h)
 		}
@@ -88,7 +98,11 @@ func ReadSamples(r io.Reader) ([]Sample, error) {
 		s.Depth, e[2] = strconv.Atoi(rec[5])
 		s.Tasks, e[3] = strconv.Atoi(rec[6])
 		s.Ns, e[4] = strconv.ParseInt(rec[7], 10, 64)
-		if err := errors.Join(e[:]...); err != nil {
+		var te error
+		if cols > 8 {
+			s.Terms, te = strconv.ParseFloat(rec[8], 64)
+		}
+		if err := errors.Join(append(e[:], te)...); err != nil {
 			return nil, fmt.Errorf("calibrate: samples line %d: %w", line, err)
 		}
 		out = append(out, s)

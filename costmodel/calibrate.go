@@ -67,6 +67,8 @@ func Round6(v float64) float64 {
 // the time it took (ns).
 type OpSample struct {
 	Bytes, Rows, Ns float64
+	// Terms is the operator's expression terms per row (plan.Op.Terms).
+	Terms float64
 }
 
 // FitWeightPower sets how fits weigh samples: each residual is divided by
@@ -111,7 +113,7 @@ func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
 	x := make([][]float64, len(samples))
 	y := make([]float64, len(samples))
 	for i, s := range samples {
-		x[i] = []float64{1, s.Bytes, s.Rows}
+		x[i] = []float64{1, s.Bytes, s.Rows, s.Rows * s.Terms}
 		y[i] = s.Ns
 	}
 	c, err := relNNLS(x, y)
@@ -125,9 +127,12 @@ func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
 	if c[2] > 0 {
 		oc.RowRate = Rate(Round6(1e9 / c[2]))
 	}
+	if c[3] > 0 {
+		oc.TermRate = Rate(Round6(1e9 / c[3]))
+	}
 	pred := make([]float64, len(samples))
 	for i, s := range samples {
-		pred[i] = oc.Ns(s.Bytes, s.Rows)
+		pred[i] = oc.NsTerms(s.Bytes, s.Rows, s.Terms)
 	}
 	return oc, Quality(pred, y), nil
 }

@@ -22,21 +22,30 @@ import (
 
 // OpCost is the cost of one operator kind on one device:
 //
-//	t(bytes, rows) = Fixed + bytes/ByteRate + rows/RowRate   (seconds → ns)
+//	t(bytes, rows, terms) = Fixed + bytes/ByteRate + rows/RowRate + rows·terms/TermRate   (seconds → ns)
 //
-// A zero ByteRate or RowRate means that term is free. Fixed is charged once
+// where terms is the operator's expression work per row (plan.Op.Terms).
+// A zero ByteRate, RowRate or TermRate means that term is free. Fixed is charged once
 // per operator per kernel (setup of a fused operator: hash table probe
 // setup, a reduction's final pass).
 type OpCost struct {
 	Fixed    Duration `yaml:"fixed"`
 	ByteRate Rate     `yaml:"bytes"`
 	RowRate  Rate     `yaml:"rows"`
+	// TermRate prices expression terms: row·terms per second.
+	TermRate Rate `yaml:"terms,omitempty"`
 }
 
 // Ns is the operator's time in ns for bytes input bytes and rows input rows,
 // per the formula on OpCost.
-func (c OpCost) Ns(bytes, rows float64) float64 {
+func (c OpCost) Ns(bytes, rows float64) float64 { return c.NsTerms(bytes, rows, 0) }
+
+// NsTerms is Ns for an operator doing terms expression terms per row.
+func (c OpCost) NsTerms(bytes, rows, terms float64) float64 {
 	t := float64(c.Fixed)
+	if c.TermRate > 0 {
+		t += rows * terms * 1e9 / float64(c.TermRate)
+	}
 	if c.ByteRate > 0 {
 		t += bytes * 1e9 / float64(c.ByteRate)
 	}
@@ -50,7 +59,7 @@ func (c OpCost) Ns(bytes, rows float64) float64 {
 // CPU when it plays that role): a launch overhead per kernel and one OpCost
 // per operator kind. Kernel time of a fused chain of operators is
 //
-//	T = Launch + Σ_i Ops[k_i].Ns(b_i, r_i)
+//	T = Launch + Σ_i Ops[k_i].NsTerms(b_i, r_i, terms_i)
 //
 // where r_0, b_0 are the kernel's input rows and bytes and, for i > 0,
 // r_i = r_{i-1}·sel_{i-1} and b_i = r_i·w_{i-1} (the previous operator's
@@ -80,7 +89,7 @@ func (d *Device) Work(ops []plan.Op, kind plan.OpKind, bytes, rows int64) float6
 	for i := range ops {
 		op := &ops[i]
 		if int(op.Kind) < len(d.Ops) {
-			t += d.Ops[op.Kind].Ns(b, r)
+			t += d.Ops[op.Kind].NsTerms(b, r, op.Terms())
 		}
 		sel := op.Selectivity
 		if sel <= 0 || math.IsNaN(sel) {

@@ -506,3 +506,61 @@ var (
 	_ Expr = Aggs{}
 	_ Expr = Join{}
 )
+
+// Terms is the per-row work of an operator beyond moving its rows, in
+// expression terms: the cost model prices an operator at
+// fixed + bytes/ByteRate + rows/RowRate + rows·Terms/TermRate, so one
+// fitted rate serves filters, projections and aggregates of very different
+// expressions. Counted: every column reference and function call of a
+// filter, projection (not plain pass-through columns) or aggregate
+// argument, one per aggregate, per hash / sort / partition key, and per
+// carried build column of a join; literals are free. Scans, exchanges of
+// whole batches and results count 0.
+func (op *Op) Terms() float64 {
+	n := 0.0
+	switch op.Kind {
+	case OpFilter:
+		n = exprTerms(op.Expr)
+	case OpProject:
+		if p, ok := op.Expr.(Projection); ok {
+			for _, c := range p {
+				if col, ok := c.E.(Col); ok && string(col) == c.Name {
+					continue
+				}
+				n += exprTerms(c.E)
+			}
+		}
+	case OpAggPartial, OpAggFinal:
+		if a, ok := op.Expr.(Aggs); ok {
+			for _, g := range a {
+				n++
+				if g.Arg != nil && op.Kind == OpAggPartial {
+					n += exprTerms(g.Arg)
+				}
+			}
+		}
+		n += float64(len(op.Keys))
+	case OpHashProbe:
+		n = float64(len(op.Keys))
+		if j, ok := op.Expr.(Join); ok {
+			n += float64(len(j.Carry))
+		}
+	case OpHashBuild, OpSort, OpTopK, OpShuffle:
+		n = float64(len(op.Keys))
+	}
+	return n
+}
+
+func exprTerms(e Expr) float64 {
+	switch x := e.(type) {
+	case Col:
+		return 1
+	case Call:
+		n := 1.0
+		for _, a := range x.Args {
+			n += exprTerms(a)
+		}
+		return n
+	}
+	return 0
+}
