@@ -2,6 +2,7 @@ package plan
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -513,7 +514,8 @@ var (
 // fitted rate serves filters, projections and aggregates of very different
 // expressions. Counted: every column reference and function call of a
 // filter, projection (not plain pass-through columns) or aggregate
-// argument, one per aggregate, per hash / sort / partition key, and per
+// argument, one per aggregate, per hash / sort / partition key (and for
+// an aggregate log2 of its estimated groups), and per
 // carried build column of a join; literals are free. Scans, exchanges of
 // whole batches and results count 0.
 func (op *Op) Terms() float64 {
@@ -540,6 +542,11 @@ func (op *Op) Terms() float64 {
 			}
 		}
 		n += float64(len(op.Keys))
+		if op.Groups > 1 && len(op.Keys) > 0 {
+			// A group table that outgrows the caches costs more per row:
+			// one more term per doubling of the (estimated) groups.
+			n += math.Log2(float64(op.Groups))
+		}
 	case OpHashProbe:
 		n = float64(len(op.Keys))
 		if j, ok := op.Expr.(Join); ok {
