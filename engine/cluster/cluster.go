@@ -868,6 +868,57 @@ func (s *session) post(ev event) {
 }
 
 // blame turns a worker's failure into a *WorkerError.
+// failure decides whom a failure is blamed on. One dead worker makes
+// others fail too (their exchanges with it break, then theirs with them),
+// and the first report to arrive is often such a consequence: so the
+// coordinator waits a moment for the direct evidence — a worker whose
+// control connection itself was lost (it exited, was killed, or its link
+// went down) — and blames that worker if one shows up, else the first.
+func (s *session) failure(first event) error {
+	best := first
+	reported := map[int]event{} // a worker's own error report, the most telling
+	if first.err == nil {
+		reported[first.rank] = first
+	}
+	grace := time.NewTimer(min(s.timeout/4, 500*time.Millisecond))
+	defer grace.Stop()
+wait:
+	for best.err == nil {
+		select {
+		case ev := <-s.events:
+			switch {
+			case ev.err != nil:
+				best = ev
+			case ev.m != nil && ev.m.T == "error":
+				if _, ok := reported[ev.rank]; !ok {
+					reported[ev.rank] = ev
+				}
+			}
+		case <-grace.C:
+			break wait
+		case <-s.ctx.Done():
+			break wait
+		}
+	}
+	if rep, ok := reported[best.rank]; ok && best.err != nil {
+		// The lost worker said why before it went.
+		best = rep
+	}
+	return s.blameEvent(best)
+}
+
+// blameEvent is the error a failure event reports, naming the worker.
+func (s *session) blameEvent(ev event) error {
+	if ev.err != nil {
+		return s.blame(ev.rank, ev.err)
+	}
+	m := ev.m
+	if m.Blame != nil && *m.Blame >= 0 && *m.Blame < s.o.World && *m.Blame != ev.rank {
+		return s.blame(*m.Blame, fmt.Errorf("unreachable from worker %d: %s", ev.rank, m.Err))
+	}
+	return s.blame(ev.rank, errors.New(m.Err))
+}
+
 func (s *session) blame(r int, err error) error {
 	p := s.peers[r]
 	return &WorkerError{Rank: r, Pid: p.Pid, Host: p.Host, Err: err}
@@ -885,15 +936,12 @@ func (s *session) next(coord **scheduler.Coordinator, q int) (event, error) {
 			return ev, context.Cause(s.ctx)
 		}
 		if ev.err != nil {
-			return ev, s.blame(ev.rank, ev.err)
+			return ev, s.failure(ev)
 		}
 		m := ev.m
 		switch m.T {
 		case "error":
-			if m.Blame != nil && *m.Blame >= 0 && *m.Blame < s.o.World && *m.Blame != ev.rank {
-				return ev, s.blame(*m.Blame, fmt.Errorf("unreachable from worker %d: %s", ev.rank, m.Err))
-			}
-			return ev, s.blame(ev.rank, errors.New(m.Err))
+			return ev, s.failure(ev)
 		case "deliver":
 			if *coord == nil || m.Q != q || m.D == nil || m.D.Node < 0 || int(m.D.Node) >= s.o.World || int(m.D.Node) == ev.rank {
 				return ev, s.blame(ev.rank, fmt.Errorf("protocol: unexpected delivery %+v for query %d", m.D, m.Q))
