@@ -32,7 +32,7 @@ func TestDemo(t *testing.T) {
 		if s.Policy != "serial" || o.Policy != "overlap" || s.Query != o.Query || s.Profile != o.Profile {
 			t.Fatalf("rows %d,%d are not a serial/overlap pair: %+v %+v", i, i+1, s, o)
 		}
-		if s.Profile == "devbox" {
+		if s.Profile == "devbox-calibrated" {
 			// The dataset's own size: measured on the engine too; the
 			// speedup is the engine's (measured, so no bound on it).
 			if s.EngineMs <= 0 || o.EngineMs <= 0 || s.Speedup != 1 || o.Speedup != s.EngineMs/o.EngineMs {
