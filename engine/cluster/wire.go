@@ -172,15 +172,28 @@ func writeFrame(bw *bufio.Writer, h frameHeader, batches []*cpu.Batch) error {
 			data, str := columnSections(v, b.Rows)
 			le.PutUint64(scratch[0:], uint64(len(data)))
 			bw.Write(scratch[:8])
-			bw.Write(data)
+			writeLarge(bw, data)
 			le.PutUint64(scratch[0:], uint64(len(str)))
 			bw.Write(scratch[:8])
-			if _, err := bw.Write(str); err != nil {
+			if _, err := writeLarge(bw, str); err != nil {
 				return err
 			}
 		}
 	}
 	return bw.Flush()
+}
+
+// writeLarge writes p through bw without copying it into bw's buffer when
+// p is at least a buffer long: the buffered headers go first, then p goes
+// straight to the connection (bufio writes a large slice through when its
+// buffer is empty).
+func writeLarge(bw *bufio.Writer, p []byte) (int, error) {
+	if len(p) >= bw.Size() && bw.Buffered() > 0 {
+		if err := bw.Flush(); err != nil {
+			return 0, err
+		}
+	}
+	return bw.Write(p)
 }
 
 // columnSections returns the bytes a column sends: its values (offsets for
