@@ -59,10 +59,8 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	switch opts.Format {
-	case "", "table", "csv", "json":
-	default:
-		return fmt.Errorf("engine: unknown format %q (table, csv, json)", opts.Format)
+	if err := CheckFormat(opts.Format); err != nil {
+		return err
 	}
 	ds, err := dataset.Open(opts.Data)
 	if err != nil {
@@ -120,6 +118,15 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 		return writeJSON(stdout, results)
 	}
 	return nil
+}
+
+// CheckFormat rejects a result format WriteResult does not know.
+func CheckFormat(format string) error {
+	switch format {
+	case "", "table", "csv", "json":
+		return nil
+	}
+	return fmt.Errorf("engine: unknown format %q (table, csv, json)", format)
 }
 
 // WriteResult prints one result as an aligned table or CSV (with header).

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"time"
@@ -103,9 +104,7 @@ func newBenchExchangeCmd(g *globals) *cobra.Command {
 				return err
 			}
 			if g.json {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
+				return writeJSON(c.OutOrStdout(), rows)
 			}
 			return nil
 		},
@@ -176,9 +175,7 @@ Prints engine and simulated seconds and the error per query.`,
 				return err
 			}
 			if g.json {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rows)
+				return writeJSON(c.OutOrStdout(), rows)
 			}
 			return nil
 		},
@@ -195,4 +192,11 @@ Prints engine and simulated seconds and the error per query.`,
 	f.DurationVar(&o.Latency, "latency", 15*time.Microsecond, "simulated NIC latency when the delay is not emulated (0: the --link delay)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
+}
+
+// writeJSON prints v as indented JSON (the --json output of a command).
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
 }

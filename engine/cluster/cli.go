@@ -51,10 +51,8 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 	if err != nil {
 		return err
 	}
-	switch o.Format {
-	case "", "table", "csv", "json":
-	default:
-		return fmt.Errorf("cluster: unknown format %q (table, csv, json)", o.Format)
+	if err := engine.CheckFormat(o.Format); err != nil {
+		return err
 	}
 	names, err := engine.ParseQueries(o.Query)
 	if err != nil {
