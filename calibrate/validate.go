@@ -16,6 +16,8 @@ import (
 	"gostachio/dataset"
 	"gostachio/engine"
 	"gostachio/experiments"
+	"gostachio/internal/machine"
+	"gostachio/internal/stats"
 	"gostachio/plan"
 	"gostachio/plots"
 	"gostachio/scheduler"
@@ -178,7 +180,7 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	var abs []float64
 	for i := range cases {
 		c := &cases[i]
-		c.Engine = median(c.EngineRounds)
+		c.Engine = stats.Median(c.EngineRounds)
 		abs = append(abs, math.Abs(c.Err()))
 	}
 	slices.Sort(abs)
@@ -227,18 +229,6 @@ func sign(v float64) float64 {
 	return 0
 }
 
-func median(v []float64) float64 {
-	s := slices.Clone(v)
-	slices.Sort(s)
-	if len(s) == 0 {
-		return math.NaN()
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
 // quantile of sorted values by linear interpolation between ranks.
 func quantile(sorted []float64, q float64) float64 {
 	if len(sorted) == 0 {
@@ -280,11 +270,10 @@ func writeValidation(rep *Report, opts ValidateOptions, profile string, sf float
 	if err := os.MkdirAll(opts.Out, 0o755); err != nil {
 		return fmt.Errorf("calibrate: %w", err)
 	}
-	host, _ := os.Hostname()
-	machine := fmt.Sprintf("%s, %d CPUs, %s/%s", host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
+	host := machine.Name()
 	var all []experiments.Result
 	for _, c := range rep.Cases {
-		base := experiments.Result{Spec: "validate", Profile: profile, Machine: machine, Nodes: 1, SF: sf,
+		base := experiments.Result{Spec: "validate", Profile: profile, Machine: host, Nodes: 1, SF: sf,
 			Query: c.Query, Policy: c.Policy, Set: c.Set, Started: started}
 		for i, s := range c.EngineRounds {
 			r := base

@@ -12,12 +12,13 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"text/tabwriter"
 
 	"gostachio/dataset"
+	"gostachio/internal/machine"
+	"gostachio/internal/stats"
 	"gostachio/scheduler"
 )
 
@@ -175,19 +176,19 @@ func BenchTPCH(ctx context.Context, opts BenchTPCHOptions, stdout, stderr io.Wri
 			fmt.Fprintf(stderr, "[%d/%d] round %d %s %s: %.3f s\n", done, total, r+1, j.q, j.sys, secs)
 		}
 	}
-	rep := BenchReport{Data: ds.Dir, Machine: machine(), Policies: opts.Policies, Rounds: opts.Rounds,
+	rep := BenchReport{Data: ds.Dir, Machine: machine.Name(), Policies: opts.Policies, Rounds: opts.Rounds,
 		Geomean: map[string]float64{}}
 	logSum := map[string]float64{}
 	first, last := opts.Policies[0], opts.Policies[len(opts.Policies)-1]
 	for _, q := range names {
 		bq := BenchQuery{Query: q, Seconds: map[string]float64{}, Efficiency: map[string]float64{}, Rows: rows[q]}
 		for _, s := range systems {
-			m := median(times[key{q, s}])
+			m := stats.Median(times[key{q, s}])
 			if s == "duckdb" {
 				bq.DuckDBSeconds = m
 			} else {
 				bq.Seconds[s] = m
-				bq.Efficiency[s] = median(effs[key{q, s}])
+				bq.Efficiency[s] = stats.Median(effs[key{q, s}])
 			}
 			logSum[s] += math.Log(m)
 		}
@@ -245,23 +246,6 @@ func writeBenchTable(w io.Writer, rep *BenchReport, duck bool) {
 	}
 	fmt.Fprintln(tw, line+"\t")
 	tw.Flush()
-}
-
-func median(v []float64) float64 {
-	if len(v) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), v...)
-	sort.Float64s(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
-}
-
-func machine() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s, %d CPUs, %s/%s", host, runtime.NumCPU(), runtime.GOOS, runtime.GOARCH)
 }
 
 // findDuckDB resolves the peer binary ("none": no peer).

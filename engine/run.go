@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"gostachio/dataset"
+	"gostachio/internal/machine"
 	"gostachio/internal/units"
 	"gostachio/tpch/queries"
 	"gostachio/traces"
@@ -96,7 +97,7 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 				ext := filepath.Ext(path)
 				path = strings.TrimSuffix(path, ext) + "-" + name + ext
 			}
-			meta := traces.Meta{Title: fmt.Sprintf("engine %s %s on %s", name, r.Policy, ds.Dir), Backend: "engine", Machine: machine()}
+			meta := traces.Meta{Title: fmt.Sprintf("engine %s %s on %s", name, r.Policy, ds.Dir), Backend: "engine", Machine: machine.Name()}
 			if err := traces.Save(path, tr.Events, meta); err != nil {
 				return fmt.Errorf("engine: %w", err)
 			}

@@ -4,6 +4,8 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
+
+	"gostachio/internal/stats"
 )
 
 // Resamples is the number of bootstrap resamples of MedianSpeedupCI and
@@ -82,14 +84,7 @@ func sortedMedian(s []float64) float64 {
 }
 
 // Median returns the median of xs (not modified); NaN for none.
-func Median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	return sortedMedian(s)
-}
+func Median(xs []float64) float64 { return stats.Median(xs) }
 
 // resampler draws bootstrap medians of one sample quickly: the sample is
 // sorted once, so the median of a resample is the value at the median of

@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gostachio/internal/stats"
 	"gostachio/kernels/cpu"
 )
 
@@ -161,7 +162,7 @@ type ExchangeBenchRow struct {
 	Path     string    `json:"path"`
 	Iperf3   []float64 `json:"iperf3_bps"`
 	Exchange []float64 `json:"exchange_bps"`
-	// Ratio is median(Exchange) / median(Iperf3).
+	// Ratio is stats.Median(Exchange) / stats.Median(Iperf3).
 	Ratio     float64 `json:"ratio"`
 	AckMicros float64 `json:"ack_us"`
 }
@@ -228,15 +229,15 @@ func BenchExchange(ctx context.Context, o ExchangeBenchOptions, w io.Writer) ([]
 			row.Exchange = append(row.Exchange, float64(res.Bytes)*8/res.Seconds)
 			acks = append(acks, res.AckMicros)
 		}
-		row.Ratio = median(row.Exchange) / median(row.Iperf3)
-		row.AckMicros = median(acks)
+		row.Ratio = stats.Median(row.Exchange) / stats.Median(row.Iperf3)
+		row.AckMicros = stats.Median(acks)
 		rows = append(rows, row)
 	}
 	fmt.Fprintf(w, "exchange: 1 TCP connection, %d sends in flight, %d KiB frames; iperf3: 1 TCP stream; %v each, %d rounds alternating\n",
 		o.Streams, o.FrameBytes>>10, o.Duration, o.Rounds)
 	fmt.Fprintf(w, "%-34s %14s %14s %7s %10s\n", "path", "iperf3 Gbit/s", "ours Gbit/s", "ratio", "ack µs")
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-34s %14.2f %14.2f %6.0f%% %10.0f\n", r.Path, median(r.Iperf3)/1e9, median(r.Exchange)/1e9, 100*r.Ratio, r.AckMicros)
+		fmt.Fprintf(w, "%-34s %14.2f %14.2f %6.0f%% %10.0f\n", r.Path, stats.Median(r.Iperf3)/1e9, stats.Median(r.Exchange)/1e9, 100*r.Ratio, r.AckMicros)
 	}
 	return rows, nil
 }
@@ -325,16 +326,4 @@ func runExchangePair(ctx context.Context, o ExchangeBenchOptions, addrs [2]strin
 		}
 	}
 	return res, errors.New("sender printed no result")
-}
-
-func median(xs []float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"gostachio/internal/stats"
 )
 
 // Simulator against the emulated cluster (`gostachio cluster bench-sim`):
@@ -171,7 +173,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			return rows, fmt.Errorf("cluster: bench-sim %s: unreadable sim report (%v)", q, err)
 		}
 		row.Sim = float64(rep.Makespan) / 1e9
-		eng := median(row.Engine)
+		eng := stats.Median(row.Engine)
 		row.Error = (row.Sim - eng) / eng
 		rows = append(rows, row)
 	}
@@ -180,9 +182,9 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	fmt.Fprintf(w, "%-6s %10s %10s %8s %10s\n", "query", "engine s", "sim s", "error", "sent MiB")
 	var abs []float64
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-6s %10.3f %10.3f %+7.1f%% %10.1f\n", r.Query, median(r.Engine), r.Sim, 100*r.Error, r.SentMiB)
+		fmt.Fprintf(w, "%-6s %10.3f %10.3f %+7.1f%% %10.1f\n", r.Query, stats.Median(r.Engine), r.Sim, 100*r.Error, r.SentMiB)
 		abs = append(abs, max(r.Error, -r.Error))
 	}
-	fmt.Fprintf(w, "median |error| %.1f%%\n", 100*median(abs))
+	fmt.Fprintf(w, "median |error| %.1f%%\n", 100*stats.Median(abs))
 	return rows, nil
 }

@@ -11,12 +11,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"runtime"
 	"time"
 
 	"gostachio/dataset"
 	"gostachio/engine"
 	"gostachio/experiments"
+	"gostachio/internal/machine"
 	"gostachio/plan"
 	"gostachio/plots"
 	"gostachio/sim"
@@ -80,7 +80,7 @@ func demoResults(rep *DemoReport, sf float64) []experiments.Result {
 		out = append(out, sim)
 		if r.EngineMs > 0 {
 			out = append(out, experiments.Result{Key: r.Query + "|engine|" + r.Policy, Backend: "engine", Profile: r.Profile,
-				Machine: machineName(), Nodes: 1, SF: sf, Query: r.Query, Policy: r.Policy, Rep: 1, Seconds: r.EngineMs / 1e3})
+				Machine: machine.Name(), Nodes: 1, SF: sf, Query: r.Query, Policy: r.Policy, Rep: 1, Seconds: r.EngineMs / 1e3})
 		}
 	}
 	return out
@@ -179,7 +179,7 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 					base = row.EngineMs
 					if tr != nil {
 						path := filepath.Join(opts.Out, fmt.Sprintf("%s-engine-%s.trace.json", q, pol))
-						meta := traces.Meta{Title: fmt.Sprintf("engine %s %s on %s", q, pol, ds.Dir), Backend: "engine", Machine: machineName()}
+						meta := traces.Meta{Title: fmt.Sprintf("engine %s %s on %s", q, pol, ds.Dir), Backend: "engine", Machine: machine.Name()}
 						if err := traces.Save(path, tr.Events, meta); err != nil {
 							return fmt.Errorf("demo: %w", err)
 						}
@@ -223,12 +223,6 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 		fmt.Fprintf(stdout, "  %s\n", f)
 	}
 	return nil
-}
-
-// machineName names this host for figures and traces.
-func machineName() string {
-	host, _ := os.Hostname()
-	return fmt.Sprintf("%s, %d CPUs", host, runtime.NumCPU())
 }
 
 func simulate(ctx context.Context, o sim.SimOptions) (*sim.Report, error) {
