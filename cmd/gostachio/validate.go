@@ -67,6 +67,7 @@ draws OUT/sim-vs-engine.{png,svg}.`,
 	f.StringVar(&set, "set", "", "one knob set for every policy, e.g. chunk=16MiB")
 	f.StringVar(&sets, "sets", "", "several knob sets separated by ';', e.g. \"chunk=16MiB;chunk=64MiB\"")
 	f.IntVar(&o.Rounds, "rounds", 1, "engine runs per case (median)")
+	f.IntVar(&o.Warmup, "warmup", 1, "untimed engine rounds of every case first (the heap's first touch of new memory is not the steady state)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the engine runs' order")
 	f.StringVar(&o.Out, "out", "", "folder for results.csv and the sim-vs-engine figure")
 	_ = cmd.MarkFlagRequired("data")
