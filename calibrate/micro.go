@@ -29,8 +29,8 @@ type MicroOptions struct {
 	// Seed orders the storage configurations (each run in a seeded random
 	// order, so a drift in the machine does not line up with one axis).
 	Seed uint64
-	// Reps is the repetitions per kernel point; the sample is their
-	// median (default 3).
+	// Reps is the timed repetitions per kernel point, after an untimed
+	// one; the sample is their median (default 5).
 	Reps int
 	// Quick measures few, small points (tests): seconds instead of a
 	// minute.
@@ -47,7 +47,7 @@ type MicroOptions struct {
 // whole query runs: those are what Validate checks the fit against.
 func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 	if opts.Reps <= 0 {
-		opts.Reps = 3
+		opts.Reps = 5
 	}
 	logw := opts.Log
 	if logw == nil {

@@ -139,7 +139,7 @@ func TestRDMARingFrames(t *testing.T) {
 	go func() {
 		bw := bufio.NewWriterSize(w, 1<<20)
 		for i, f := range frames {
-			if err := writeFrame(bw, frameHeader{query: 1, seq: uint64(i + 1), pipe: 2, dev: 3}, f); err != nil {
+			if err := writeFrame(bw, bw, frameHeader{query: 1, seq: uint64(i + 1), pipe: 2, dev: 3}, f); err != nil {
 				errc <- err
 				return
 			}

@@ -178,7 +178,10 @@ func (dp *dataPlane) serveInbound(c net.Conn) {
 	defer dp.wg.Done()
 	defer c.Close()
 	dc := &deadlineConn{c: c, timeout: dp.timeout}
-	br := bufio.NewReaderSize(dc, 1<<20)
+	// A read buffer smaller than the sent-as-is sections: bufio hands a
+	// read of at least its size straight to the connection, so those land
+	// in the column without a copy.
+	br := bufio.NewReaderSize(dc, inlineMax)
 	bw := bufio.NewWriterSize(dc, 4<<10)
 	from, err := readHello(br)
 	if err != nil {
@@ -265,7 +268,7 @@ func (dp *dataPlane) connect(ctx context.Context, addrs []string, dial dialFunc,
 			c.Close()
 			return &PeerError{Rank: r, Err: fmt.Errorf("connect to %s: %w", addr, err)}
 		}
-		l.bw = bufio.NewWriterSize(fw, 1<<20)
+		l.fw, l.bw = fw, bufio.NewWriterSize(fw, 1<<20)
 		dp.mu.Lock()
 		if dp.closed {
 			dp.mu.Unlock()
@@ -342,6 +345,7 @@ type outLink struct {
 	conn net.Conn
 	end  io.Closer  // ends the carrier's frames (after conn closed)
 	wmu  sync.Mutex // held while a frame is written
+	fw   io.Writer  // the carrier's frame writer (vectored on TCP)
 	bw   *bufio.Writer
 
 	mu    sync.Mutex
@@ -363,7 +367,7 @@ func (l *outLink) send(ctx context.Context, h frameHeader, batches []*cpu.Batch)
 	l.waits[h.seq] = ch
 	l.mu.Unlock()
 	l.wmu.Lock()
-	err := writeFrame(l.bw, h, batches)
+	err := writeFrame(l.fw, l.bw, h, batches)
 	l.wmu.Unlock()
 	if err != nil {
 		l.fail(fmt.Errorf("send: %w", err))

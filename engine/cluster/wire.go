@@ -64,6 +64,36 @@ func (d *deadlineConn) Read(p []byte) (int, error) {
 	return d.c.Read(p)
 }
 
+// WriteBuffers writes bufs with vectored writes of at most ioPiece bytes,
+// refreshing the deadline before each (as Write does).
+func (d *deadlineConn) WriteBuffers(bufs net.Buffers) (int64, error) {
+	var total int64
+	for len(bufs) > 0 {
+		var piece net.Buffers
+		n := 0
+		for len(bufs) > 0 && n < ioPiece {
+			p := bufs[0]
+			if n+len(p) > ioPiece {
+				k := ioPiece - n
+				piece = append(piece, p[:k])
+				bufs[0] = p[k:]
+				n += k
+				break
+			}
+			piece = append(piece, p)
+			n += len(p)
+			bufs = bufs[1:]
+		}
+		d.c.SetWriteDeadline(time.Now().Add(d.timeout))
+		k, err := piece.WriteTo(d.c)
+		total += k
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
 func (d *deadlineConn) Write(p []byte) (int, error) {
 	n := 0
 	for n < len(p) {
@@ -144,40 +174,77 @@ func payloadBytes(batches []*cpu.Batch) uint64 {
 	return n
 }
 
-// writeFrame writes one frame of batches (bw is flushed).
-func writeFrame(bw *bufio.Writer, h frameHeader, batches []*cpu.Batch) error {
+// frameSegments encodes one frame of batches as the byte slices to send,
+// in order: headers, names and short sections are packed together; a
+// column section of at least inlineMax bytes is its own segment, a view of
+// the column (not a copy), valid while the batch is.
+func frameSegments(h frameHeader, batches []*cpu.Batch) net.Buffers {
 	le := binary.LittleEndian
-	var hb [headerBytes]byte
-	le.PutUint32(hb[0:], frameMagic)
-	le.PutUint32(hb[4:], h.query)
-	le.PutUint64(hb[8:], h.seq)
-	le.PutUint32(hb[16:], h.pipe)
-	le.PutUint32(hb[20:], h.dev)
-	le.PutUint32(hb[24:], uint32(len(batches)))
-	le.PutUint64(hb[28:], payloadBytes(batches))
-	bw.Write(hb[:])
-	var scratch [12]byte
+	meta := make([]byte, 0, 4<<10)
+	var segs net.Buffers
+	section := func(p []byte) {
+		meta = le.AppendUint64(meta, uint64(len(p)))
+		if len(p) < inlineMax {
+			meta = append(meta, p...)
+			return
+		}
+		segs = append(segs, meta, p)
+		meta = make([]byte, 0, 4<<10)
+	}
+	meta = le.AppendUint32(meta, frameMagic)
+	meta = le.AppendUint32(meta, h.query)
+	meta = le.AppendUint64(meta, h.seq)
+	meta = le.AppendUint32(meta, h.pipe)
+	meta = le.AppendUint32(meta, h.dev)
+	meta = le.AppendUint32(meta, uint32(len(batches)))
+	meta = le.AppendUint64(meta, payloadBytes(batches))
 	for _, b := range batches {
-		le.PutUint64(scratch[0:], uint64(b.Rows))
-		le.PutUint32(scratch[8:], uint32(len(b.Cols)))
-		bw.Write(scratch[:12])
+		meta = le.AppendUint64(meta, uint64(b.Rows))
+		meta = le.AppendUint32(meta, uint32(len(b.Cols)))
 		for i := range b.Cols {
 			v := &b.Cols[i]
 			name := b.Names[i]
-			le.PutUint16(scratch[0:], uint16(len(name)))
-			bw.Write(scratch[:2])
-			bw.WriteString(name)
-			bw.WriteByte(byte(v.Type))
-			bw.WriteByte(byte(v.Scale))
+			meta = le.AppendUint16(meta, uint16(len(name)))
+			meta = append(meta, name...)
+			meta = append(meta, byte(v.Type), byte(v.Scale))
 			data, str := columnSections(v, b.Rows)
-			le.PutUint64(scratch[0:], uint64(len(data)))
-			bw.Write(scratch[:8])
-			writeLarge(bw, data)
-			le.PutUint64(scratch[0:], uint64(len(str)))
-			bw.Write(scratch[:8])
-			if _, err := writeLarge(bw, str); err != nil {
+			section(data)
+			section(str)
+		}
+	}
+	if len(meta) > 0 {
+		segs = append(segs, meta)
+	}
+	return segs
+}
+
+// inlineMax is the size from which a column section is sent from the
+// column itself rather than copied next to the headers.
+const inlineMax = 16 << 10
+
+// buffersWriter writes several slices in one vectored write (writev).
+type buffersWriter interface {
+	WriteBuffers(bufs net.Buffers) (int64, error)
+}
+
+// writeFrame writes one frame of batches to w: in vectored writes when w
+// is a buffersWriter (a TCP data connection: the columns go to the socket
+// without a copy in user space), otherwise through bw (which is flushed),
+// the large sections bypassing its buffer.
+func writeFrame(w io.Writer, bw *bufio.Writer, h frameHeader, batches []*cpu.Batch) error {
+	segs := frameSegments(h, batches)
+	if vw, ok := w.(buffersWriter); ok {
+		if bw != nil && bw.Buffered() > 0 {
+			if err := bw.Flush(); err != nil {
 				return err
 			}
+		}
+		_, err := vw.WriteBuffers(segs)
+		return err
+	}
+	for _, p := range segs {
+		if _, err := writeLarge(bw, p); err != nil {
+			return err
 		}
 	}
 	return bw.Flush()

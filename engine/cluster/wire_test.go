@@ -82,7 +82,7 @@ func TestFrameRoundTrip(t *testing.T) {
 	ins := []*cpu.Batch{testBatch(0), testBatch(1), full, sliceRows(full, 10, 700), cpu.Empty(full)}
 	var buf bytes.Buffer
 	bw := bufio.NewWriter(&buf)
-	if err := writeFrame(bw, frameHeader{query: 3, seq: 99, pipe: 5, dev: 1}, ins); err != nil {
+	if err := writeFrame(bw, bw, frameHeader{query: 3, seq: 99, pipe: 5, dev: 1}, ins); err != nil {
 		t.Fatal(err)
 	}
 	h, err := readFrameHeader(&buf)
@@ -113,7 +113,7 @@ func TestFrameRoundTrip(t *testing.T) {
 func TestFrameCorrupt(t *testing.T) {
 	var buf bytes.Buffer
 	bw := bufio.NewWriter(&buf)
-	if err := writeFrame(bw, frameHeader{seq: 1}, []*cpu.Batch{testBatch(50)}); err != nil {
+	if err := writeFrame(bw, bw, frameHeader{seq: 1}, []*cpu.Batch{testBatch(50)}); err != nil {
 		t.Fatal(err)
 	}
 	good := buf.Bytes()
