@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gostachio/engine"
 	"gostachio/internal/stats"
 	"gostachio/kernels/cpu"
 )
@@ -61,6 +62,9 @@ func RunExchangePeer(ctx context.Context, o ExchangePeerOptions, stdin io.Reader
 	if o.Streams < 1 || o.FrameBytes < 8 || o.Duration <= 0 {
 		return fmt.Errorf("cluster: exchange-peer: need streams >= 1, frame >= 8 bytes, duration > 0")
 	}
+	// The garbage collector as a worker sets it (frames are allocated as
+	// they arrive, as in a query).
+	defer engine.TuneGC()()
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("cluster: exchange-peer: %w", err)
