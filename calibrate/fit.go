@@ -93,7 +93,7 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 			if _, err := plan.ParseOpKind(s.Op); err != nil {
 				return nil, fmt.Errorf("calibrate: sample %q: %w", s.Case, err)
 			}
-			ops[s.Op] = append(ops[s.Op], costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns), Terms: s.Terms})
+			ops[s.Op] = append(ops[s.Op], costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns), Terms: s.Terms, Out: float64(s.Out)})
 		default:
 			return nil, fmt.Errorf("calibrate: sample %q has unknown component %q", s.Case, s.Component)
 		}
@@ -148,7 +148,7 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 			return nil, fmt.Errorf("calibrate: %s: %w", k, err)
 		}
 		costs[k] = c
-		f.Components = append(f.Components, Component{k, fmt.Sprintf("fixed %s bytes %s rows %s terms %s", c.Fixed, rateText(c.ByteRate), countText(c.RowRate), termText(c.TermRate)), q})
+		f.Components = append(f.Components, Component{k, fmt.Sprintf("fixed %s bytes %s rows %s terms %s out %s", c.Fixed, rateText(c.ByteRate), countText(c.RowRate), termText(c.TermRate), rateText(c.OutRate)), q})
 	}
 
 	var y strings.Builder
@@ -177,7 +177,7 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	fmt.Fprintf(&y, "host:\n  launch: %dns\n  ops:\n", launchNs)
 	for _, k := range names {
 		c := costs[k]
-		fmt.Fprintf(&y, "    %s: {fixed: %dns, bytes: %s, rows: %s, terms: %s}\n", k, c.Fixed, num(float64(c.ByteRate)), num(float64(c.RowRate)), num(float64(c.TermRate)))
+		fmt.Fprintf(&y, "    %s: {fixed: %dns, bytes: %s, rows: %s, terms: %s, out: %s}\n", k, c.Fixed, num(float64(c.ByteRate)), num(float64(c.RowRate)), num(float64(c.TermRate)), num(float64(c.OutRate)))
 	}
 	fmt.Fprintf(&y, "provenance:\n  hostname: %s\n  cpu: %s\n  cores: %d\n  os: %s\n  engine: %s\n  revision: %s\n  date: %s\n  source: %s\n",
 		strconv.Quote(pv.Hostname), strconv.Quote(pv.CPU), pv.Cores, strconv.Quote(pv.OS), strconv.Quote(pv.Engine),

@@ -327,7 +327,12 @@ func (m *micro) time(fn func() error) (int64, error) {
 }
 
 func (m *micro) add(op plan.OpKind, terms float64, c string, in *cpu.Batch, ns int64) {
-	m.out = append(m.out, Sample{Component: CompKernel, Op: op.String(), Case: c, Bytes: bytesOf(in), Rows: int64(in.Rows), Terms: terms, Ns: ns})
+	m.addOut(op, terms, c, in, nil, ns)
+}
+
+// addOut is add for a kernel whose output batch out is known.
+func (m *micro) addOut(op plan.OpKind, terms float64, c string, in, out *cpu.Batch, ns int64) {
+	m.out = append(m.out, Sample{Component: CompKernel, Op: op.String(), Case: c, Bytes: bytesOf(in), Rows: int64(in.Rows), Terms: terms, Ns: ns, Out: bytesOf(out)})
 }
 
 func bytesOf(b *cpu.Batch) int64 {
@@ -476,7 +481,11 @@ func (m *micro) walk(p *plan.Plan, pi int, b *cpu.Batch, devices int, final bool
 		if err != nil {
 			return err
 		}
-		m.add(op.Kind, op.Terms(), label, in, ns)
+		if op.Kind == plan.OpShuffle {
+			m.add(op.Kind, op.Terms(), label, in, ns)
+		} else {
+			m.addOut(op.Kind, op.Terms(), label, in, b, ns)
+		}
 		if b == nil || b.Rows == 0 || op.Kind == plan.OpShuffle {
 			return nil
 		}
@@ -590,11 +599,12 @@ func (m *micro) joinsAndSorts() error {
 					if kind != plan.JoinInner {
 						carry = nil
 					}
-					ns, err := m.time(func() error { _, e := ht.Probe(pin, []string{j.pkey}, kind, carry); return e })
+					var out *cpu.Batch
+					ns, err := m.time(func() (e error) { out, e = ht.Probe(pin, []string{j.pkey}, kind, carry); return })
 					if err != nil {
 						return err
 					}
-					m.add(plan.OpHashProbe, float64(1+len(carry)), fmt.Sprintf("probe %s %s build=%d", j.probe, kind, nb), pin, ns)
+					m.addOut(plan.OpHashProbe, float64(1+len(carry)), fmt.Sprintf("probe %s %s build=%d", j.probe, kind, nb), pin, out, ns)
 				}
 			}
 		}

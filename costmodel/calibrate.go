@@ -69,6 +69,8 @@ type OpSample struct {
 	Bytes, Rows, Ns float64
 	// Terms is the operator's expression terms per row (plan.Op.Terms).
 	Terms float64
+	// Out is the bytes the operator wrote (0: not measured).
+	Out float64
 }
 
 // FitWeightPower sets how fits weigh samples: each residual is divided by
@@ -101,8 +103,8 @@ func relNNLS(x [][]float64, y []float64) ([]float64, error) {
 	return NNLS(a, b)
 }
 
-// FitOpCost fits OpCost (Fixed + bytes/ByteRate + rows/RowRate, all terms
-// non-negative) to samples by non-negative least squares, residuals
+// FitOpCost fits OpCost (Fixed + bytes/ByteRate + rows/RowRate +
+// rows·terms/TermRate + out/OutRate, all terms non-negative) to samples by non-negative least squares, residuals
 // weighted by FitWeightPower. Coefficients are rounded as a profile stores them (Round6,
 // whole ns) before the quality is computed. Fewer than one sample is an
 // error.
@@ -113,7 +115,7 @@ func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
 	x := make([][]float64, len(samples))
 	y := make([]float64, len(samples))
 	for i, s := range samples {
-		x[i] = []float64{1, s.Bytes, s.Rows, s.Rows * s.Terms}
+		x[i] = []float64{1, s.Bytes, s.Rows, s.Rows * s.Terms, s.Out}
 		y[i] = s.Ns
 	}
 	c, err := relNNLS(x, y)
@@ -130,9 +132,12 @@ func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
 	if c[3] > 0 {
 		oc.TermRate = Rate(Round6(1e9 / c[3]))
 	}
+	if c[4] > 0 {
+		oc.OutRate = Rate(Round6(1e9 / c[4]))
+	}
 	pred := make([]float64, len(samples))
 	for i, s := range samples {
-		pred[i] = oc.NsTerms(s.Bytes, s.Rows, s.Terms)
+		pred[i] = oc.NsOut(s.Bytes, s.Rows, s.Terms, s.Out)
 	}
 	return oc, Quality(pred, y), nil
 }

@@ -128,6 +128,43 @@ func TestFitOpCostRecovers(t *testing.T) {
 	}
 }
 
+// A filter's cost follows its selectivity through the output term: the
+// fit separates it from the per-input-byte and per-row terms, and an
+// operator that writes nothing pays none of it.
+func TestFitOpCostRecoversOutputTerm(t *testing.T) {
+	want := OpCost{Fixed: 500, ByteRate: 20e9, RowRate: 400e6, TermRate: 2e9, OutRate: 2.5e9}
+	var s []OpSample
+	for _, r := range []float64{4e3, 3e4, 2.5e5} {
+		for _, terms := range []float64{1, 3, 7} {
+			for _, sel := range []float64{0.01, 0.3, 0.97} {
+				for _, width := range []float64{8, 40} {
+					in := r * width
+					out := in * sel
+					s = append(s, OpSample{Bytes: in, Rows: r, Terms: terms, Out: out, Ns: want.NsOut(in, r, terms, out)})
+				}
+			}
+		}
+	}
+	got, q, err := FitOpCost(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name      string
+		got, want Rate
+	}{{"bytes", got.ByteRate, want.ByteRate}, {"rows", got.RowRate, want.RowRate}, {"terms", got.TermRate, want.TermRate}, {"out", got.OutRate, want.OutRate}} {
+		if math.Abs(float64(c.got/c.want)-1) > 1e-3 {
+			t.Errorf("%s rate %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if q.R2 < 0.9999 {
+		t.Fatalf("quality %v on exact data", q)
+	}
+	if d := got.NsOut(1e6, 1e4, 2, 5e5) - got.NsTerms(1e6, 1e4, 2); math.Abs(d-5e5*1e9/float64(got.OutRate)) > 1 {
+		t.Fatalf("output term adds %v ns for 5e5 bytes at %v", d, got.OutRate)
+	}
+}
+
 func TestFitStorageRecovers(t *testing.T) {
 	want := Storage{Bandwidth: 2e9, Latency: 100000, Request: 1 << 20, TaskQD: 32,
 		Curve: []QDPoint{{1, 0.4}, {4, 0.8}, {16, 1}}}

@@ -22,10 +22,12 @@ import (
 
 // OpCost is the cost of one operator kind on one device:
 //
-//	t(bytes, rows, terms) = Fixed + bytes/ByteRate + rows/RowRate + rows·terms/TermRate   (seconds → ns)
+//	t(bytes, rows, terms, out) = Fixed + bytes/ByteRate + rows/RowRate + rows·terms/TermRate + out/OutRate   (seconds → ns)
 //
-// where terms is the operator's expression work per row (plan.Op.Terms).
-// A zero ByteRate, RowRate or TermRate means that term is free. Fixed is charged once
+// where terms is the operator's expression work per row (plan.Op.Terms)
+// and out the bytes it writes (a filter gathers its selected rows: its
+// cost follows its selectivity, not only its input).
+// A zero ByteRate, RowRate, TermRate or OutRate means that term is free. Fixed is charged once
 // per operator per kernel (setup of a fused operator: hash table probe
 // setup, a reduction's final pass).
 type OpCost struct {
@@ -34,6 +36,8 @@ type OpCost struct {
 	RowRate  Rate     `yaml:"rows"`
 	// TermRate prices expression terms: row·terms per second.
 	TermRate Rate `yaml:"terms,omitempty"`
+	// OutRate prices output bytes.
+	OutRate Rate `yaml:"out,omitempty"`
 }
 
 // Ns is the operator's time in ns for bytes input bytes and rows input rows,
@@ -41,8 +45,14 @@ type OpCost struct {
 func (c OpCost) Ns(bytes, rows float64) float64 { return c.NsTerms(bytes, rows, 0) }
 
 // NsTerms is Ns for an operator doing terms expression terms per row.
-func (c OpCost) NsTerms(bytes, rows, terms float64) float64 {
+func (c OpCost) NsTerms(bytes, rows, terms float64) float64 { return c.NsOut(bytes, rows, terms, 0) }
+
+// NsOut is NsTerms for an operator that also writes out output bytes.
+func (c OpCost) NsOut(bytes, rows, terms, out float64) float64 {
 	t := float64(c.Fixed)
+	if c.OutRate > 0 {
+		t += out * 1e9 / float64(c.OutRate)
+	}
 	if c.TermRate > 0 {
 		t += rows * terms * 1e9 / float64(c.TermRate)
 	}
@@ -59,7 +69,7 @@ func (c OpCost) NsTerms(bytes, rows, terms float64) float64 {
 // CPU when it plays that role): a launch overhead per kernel and one OpCost
 // per operator kind. Kernel time of a fused chain of operators is
 //
-//	T = Launch + Σ_i Ops[k_i].NsTerms(b_i, r_i, terms_i)
+//	T = Launch + Σ_i Ops[k_i].NsOut(b_i, r_i, terms_i, b_{i+1})
 //
 // where r_0, b_0 are the kernel's input rows and bytes and, for i > 0,
 // r_i = r_{i-1}·sel_{i-1} and b_i = r_i·w_{i-1} (the previous operator's
@@ -88,20 +98,19 @@ func (d *Device) Work(ops []plan.Op, kind plan.OpKind, bytes, rows int64) float6
 	var t float64
 	for i := range ops {
 		op := &ops[i]
-		if int(op.Kind) < len(d.Ops) {
-			t += d.Ops[op.Kind].NsTerms(b, r, op.Terms())
-		}
 		sel := op.Selectivity
 		if sel <= 0 || math.IsNaN(sel) {
 			sel = 1
 		}
 		nr := r * sel
+		nb := b * sel
 		if op.OutWidth > 0 {
-			b = nr * float64(op.OutWidth)
-		} else {
-			b *= sel
+			nb = nr * float64(op.OutWidth)
 		}
-		r = nr
+		if int(op.Kind) < len(d.Ops) {
+			t += d.Ops[op.Kind].NsOut(b, r, op.Terms(), nb)
+		}
+		b, r = nb, nr
 	}
 	return t
 }
