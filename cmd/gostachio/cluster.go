@@ -187,6 +187,7 @@ Prints engine and simulated seconds and the error per query.`,
 	f.IntVar(&o.Devices, "devices", 1, "devices per worker (engine --devices; the profile's gpus)")
 	f.StringVar(&qs, "query", "q3,q5,q9,q18", "queries")
 	f.IntVar(&o.Reps, "reps", 3, "runs of each query on the cluster (the median counts)")
+	f.IntVar(&o.Warmup, "warmup", 1, "untimed runs of each query first, on the same workers (their heaps warm up)")
 	f.StringVar(&o.Profile, "profile", "sim/profiles/devbox-calibrated.yaml", "calibrated profile the simulated one derives from")
 	f.StringVar(&o.ProfileOut, "profile-out", "netns-cluster.yaml", "where to write the derived profile")
 	f.DurationVar(&o.Latency, "latency", 15*time.Microsecond, "simulated NIC latency when the delay is not emulated (0: the --link delay)")
