@@ -258,3 +258,65 @@ func BenchmarkExchange(b *testing.B) {
 		})
 	}
 }
+
+// TestFrameRoundTripVectored sends frames through the vectored path over
+// a TCP connection: columns below and above inlineMax (inline and as
+// their own segments) and a frame over ioPiece (split across writev
+// calls, a segment cut in two), read back through the receiver's small
+// buffer.
+func TestFrameRoundTripVectored(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Skipf("no loopback TCP: %v", err)
+	}
+	defer ln.Close()
+	big := testBatch(700_000) // > ioPiece in all
+	frames := [][]*cpu.Batch{{testBatch(3), testBatch(1000)}, {testBatch(5000), sliceRows(big, 1, 6000)}, {big}}
+	if total := payloadBytes(frames[2]); total <= ioPiece {
+		t.Fatalf("the large frame is %d bytes, not over ioPiece", total)
+	}
+	errc := make(chan error, 1)
+	go func() {
+		c, err := net.Dial("tcp", ln.Addr().String())
+		if err != nil {
+			errc <- err
+			return
+		}
+		defer c.Close()
+		w := &deadlineConn{c: c, timeout: 10 * time.Second}
+		for i, f := range frames {
+			if err := writeFrame(w, nil, frameHeader{seq: uint64(i + 1)}, f); err != nil {
+				errc <- err
+				return
+			}
+		}
+		errc <- nil
+	}()
+	c, err := ln.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	br := bufio.NewReaderSize(&deadlineConn{c: c, timeout: 10 * time.Second}, inlineMax)
+	for i, f := range frames {
+		h, err := readFrameHeader(br)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		outs, _, err := readBatches(br, h)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if h.seq != uint64(i+1) || len(outs) != len(f) {
+			t.Fatalf("frame %d: seq %d, %d batches", i, h.seq, len(outs))
+		}
+		for j := range f {
+			if err := sameRows(f[j], outs[j]); err != nil {
+				t.Fatalf("frame %d batch %d: %v", i, j, err)
+			}
+		}
+	}
+	if err := <-errc; err != nil {
+		t.Fatal(err)
+	}
+}
