@@ -180,7 +180,7 @@ func payloadBytes(batches []*cpu.Batch) uint64 {
 // the column (not a copy), valid while the batch is.
 func frameSegments(h frameHeader, batches []*cpu.Batch) net.Buffers {
 	le := binary.LittleEndian
-	meta := make([]byte, 0, 4<<10)
+	meta := make([]byte, 0, 256)
 	var segs net.Buffers
 	section := func(p []byte) {
 		meta = le.AppendUint64(meta, uint64(len(p)))
@@ -189,7 +189,7 @@ func frameSegments(h frameHeader, batches []*cpu.Batch) net.Buffers {
 			return
 		}
 		segs = append(segs, meta, p)
-		meta = make([]byte, 0, 4<<10)
+		meta = make([]byte, 0, 256)
 	}
 	meta = le.AppendUint32(meta, frameMagic)
 	meta = le.AppendUint32(meta, h.query)
