@@ -199,3 +199,10 @@ func TestSamplesBadInput(t *testing.T) {
 		t.Fatal("unknown operator kind accepted")
 	}
 }
+
+func TestValidateRejectsNegativeWarmup(t *testing.T) {
+	_, err := Validate(context.Background(), ValidateOptions{Profile: "devbox", Data: t.TempDir(), Queries: "q6", Warmup: -1})
+	if err == nil || !strings.Contains(err.Error(), "--warmup -1") {
+		t.Fatalf("err = %v, want one naming --warmup -1", err)
+	}
+}

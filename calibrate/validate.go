@@ -105,6 +105,9 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	if opts.Rounds <= 0 {
 		opts.Rounds = 1
 	}
+	if opts.Warmup < 0 {
+		return nil, fmt.Errorf("calibrate: validate: --warmup %d: want 0 or more untimed rounds", opts.Warmup)
+	}
 	if len(opts.Policies) == 0 {
 		opts.Policies = []string{"serial", "overlap"}
 	}

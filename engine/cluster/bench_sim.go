@@ -125,6 +125,9 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if o.Reps < 1 {
 		o.Reps = 3
 	}
+	if o.Warmup < 0 {
+		return nil, fmt.Errorf("cluster: bench-sim: --warmup %d: want 0 or more untimed runs", o.Warmup)
+	}
 	if o.Devices < 1 {
 		o.Devices = 1
 	}
