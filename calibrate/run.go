@@ -5,6 +5,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 
 	"gostachio/costmodel"
 )
@@ -51,6 +53,10 @@ func Calibrate(ctx context.Context, opts Options, stdout, stderr io.Writer) erro
 	}
 	if opts.Out == "" {
 		return fmt.Errorf("calibrate: --out PROFILE is required")
+	}
+	// Before minutes of measurements, not after: the profile's folder.
+	if err := os.MkdirAll(filepath.Dir(opts.Out), 0o755); err != nil {
+		return fmt.Errorf("calibrate: --out %s: %w", opts.Out, err)
 	}
 	pv := costmodel.HostProvenance()
 	pv.Date = opts.Date

@@ -39,7 +39,7 @@ type Sample struct {
 	Bytes, Rows int64
 	// Depth and Tasks: reads outstanding and reads done (read samples).
 	Depth, Tasks int
-	// Ns is the measured time (median over repetitions).
+	// Ns is the measured time (the mean over repetitions for kernels).
 	Ns int64
 	// Terms is a kernel's expression terms per row (plan.Op.Terms).
 	Terms float64

@@ -122,6 +122,80 @@ func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
 	if err != nil {
 		return OpCost{}, FitQuality{}, err
 	}
+	oc := opCostOf(c)
+	pred := make([]float64, len(samples))
+	for i, s := range samples {
+		pred[i] = oc.NsOut(s.Bytes, s.Rows, s.Terms, s.Out)
+	}
+	return oc, Quality(pred, y), nil
+}
+
+// FitOpCostSized is FitOpCost with the working-set term (OpCost.Miss,
+// OpCost.Cache) for operators whose cost per row grows with their input
+// once it outgrows the caches (hash builds): for each cache size on a
+// geometric grid (256 KiB to 1 GiB, ratio √2) it fits the six
+// coefficients by the same weighted NNLS, with the feature
+// rows·max(0, 1 − cache/bytes), and keeps the cache size of least
+// weighted squared error (ties: the smaller). Deterministic: the same
+// samples give the same OpCost. Without samples past the smallest cache
+// size the term stays zero, as in FitOpCost.
+func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
+	best, q, err := FitOpCost(samples)
+	if err != nil {
+		return best, q, err
+	}
+	y := make([]float64, len(samples))
+	for i, s := range samples {
+		y[i] = s.Ns
+	}
+	bestErr := weightedSSE(best, samples)
+	for cache := float64(256 << 10); cache <= 1<<30; cache *= math.Sqrt2 {
+		cache = math.Round(cache)
+		x := make([][]float64, len(samples))
+		past := false
+		for i, s := range samples {
+			f := missFraction(s.Bytes, cache)
+			past = past || f > 0
+			x[i] = []float64{1, s.Bytes, s.Rows, s.Rows * s.Terms, s.Out, s.Rows * f}
+		}
+		if !past {
+			break
+		}
+		c, err := relNNLS(x, y)
+		if err != nil {
+			return OpCost{}, FitQuality{}, err
+		}
+		oc := opCostOf(c[:5])
+		if c[5] > 0 {
+			oc.Miss, oc.Cache = Duration(math.Round(c[5])), Bytes(cache)
+		}
+		if e := weightedSSE(oc, samples); e < bestErr {
+			best, bestErr = oc, e
+		}
+	}
+	pred := make([]float64, len(samples))
+	for i, s := range samples {
+		pred[i] = best.NsOut(s.Bytes, s.Rows, s.Terms, s.Out)
+	}
+	return best, Quality(pred, y), nil
+}
+
+// weightedSSE is the error relNNLS minimizes, of c's predictions.
+func weightedSSE(c OpCost, samples []OpSample) float64 {
+	var e float64
+	for _, s := range samples {
+		d := c.NsOut(s.Bytes, s.Rows, s.Terms, s.Out) - s.Ns
+		if s.Ns > 0 {
+			d *= math.Pow(s.Ns, -FitWeightPower)
+		}
+		e += d * d
+	}
+	return e
+}
+
+// opCostOf turns the five per-unit coefficients of FitOpCost's features
+// (1, bytes, rows, rows·terms, out) into an OpCost.
+func opCostOf(c []float64) OpCost {
 	oc := OpCost{Fixed: Duration(math.Round(c[0]))}
 	if c[1] > 0 {
 		oc.ByteRate = Rate(Round6(1e9 / c[1]))
@@ -135,11 +209,7 @@ func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
 	if c[4] > 0 {
 		oc.OutRate = Rate(Round6(1e9 / c[4]))
 	}
-	pred := make([]float64, len(samples))
-	for i, s := range samples {
-		pred[i] = oc.NsOut(s.Bytes, s.Rows, s.Terms, s.Out)
-	}
-	return oc, Quality(pred, y), nil
+	return oc
 }
 
 // FitTransfer fits Transfer (Latency + bytes/Bandwidth) to (bytes, ns)

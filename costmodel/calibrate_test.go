@@ -207,3 +207,50 @@ func TestProvenanceMismatch(t *testing.T) {
 		t.Fatalf("an empty provenance should not warn: %v", d)
 	}
 }
+
+// TestFitOpCostSizedRecoversCacheTerm: builds whose per-row cost rises
+// past a cache size (exact data from a known OpCost with Miss and Cache
+// on the fit's grid: 256 KiB·√2^8 = 4 MiB) are fitted back — the miss
+// cost, the cache size and the in-cache rate; FitOpCost alone cannot
+// (its R² is lower), and in-cache-only data leaves the term zero.
+func TestFitOpCostSizedRecoversCacheTerm(t *testing.T) {
+	want := OpCost{ByteRate: 2e9, Miss: 90, Cache: 4 << 20}
+	var s, small []OpSample
+	for _, r := range []float64{4096, 32768, 131072, 262144, 524288, 1 << 20, 2 << 20, 4 << 20} {
+		in := 16 * r
+		smp := OpSample{Bytes: in, Rows: r, Terms: 1, Ns: want.NsOut(in, r, 1, 0)}
+		s = append(s, smp)
+		if in <= float64(want.Cache) {
+			small = append(small, smp)
+		}
+	}
+	got, q, err := FitOpCostSized(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(float64(got.Miss)/float64(want.Miss)-1) > 0.02 || math.Abs(float64(got.Cache)/float64(want.Cache)-1) > 0.01 {
+		t.Errorf("miss %v past %d B, want %v past %d B", got.Miss, got.Cache, want.Miss, want.Cache)
+	}
+	if math.Abs(float64(got.ByteRate/want.ByteRate)-1) > 0.02 {
+		t.Errorf("byte rate %v, want %v", got.ByteRate, want.ByteRate)
+	}
+	_, plain, err := FitOpCost(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if q.R2 < 0.999 || plain.R2 >= q.R2 {
+		t.Errorf("R² sized %.4f, plain %.4f: want the sized fit near 1 and better", q.R2, plain.R2)
+	}
+	inCache, _, err := FitOpCostSized(small)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inCache.Miss != 0 {
+		t.Errorf("in-cache samples only: miss %v, want 0", inCache.Miss)
+	}
+	// The term: 1 Mi rows of 16 B (16 MiB, 3/4 past a 4 MiB cache) cost
+	// 90 ns · 3/4 more per row.
+	if d := want.NsOut(16<<20, 1<<20, 0, 0) - (OpCost{ByteRate: 2e9}).NsOut(16<<20, 1<<20, 0, 0); math.Abs(d-90*0.75*(1<<20)) > 1 {
+		t.Errorf("cache term %v ns, want %v", d, 90*0.75*(1<<20))
+	}
+}

@@ -22,7 +22,8 @@ import (
 
 // OpCost is the cost of one operator kind on one device:
 //
-//	t(bytes, rows, terms, out) = Fixed + bytes/ByteRate + rows/RowRate + rows·terms/TermRate + out/OutRate   (seconds → ns)
+//	t(bytes, rows, terms, out) = Fixed + bytes/ByteRate + rows/RowRate + rows·terms/TermRate + out/OutRate
+//	                             + rows·Miss·max(0, 1 − Cache/bytes)   (seconds → ns)
 //
 // where terms is the operator's expression work per row (plan.Op.Terms)
 // and out the bytes it writes (a filter gathers its selected rows: its
@@ -38,6 +39,21 @@ type OpCost struct {
 	TermRate Rate `yaml:"terms,omitempty"`
 	// OutRate prices output bytes.
 	OutRate Rate `yaml:"out,omitempty"`
+	// Miss and Cache price a working set that outgrows the caches (a hash
+	// build's table: its input): rows·Miss·max(0, 1 − Cache/bytes) more,
+	// so the per-row cost rises from the in-cache rate towards Miss more
+	// once the input is past Cache bytes. Zero Miss: no such term.
+	Miss  Duration `yaml:"miss,omitempty"`
+	Cache Bytes    `yaml:"cache,omitempty"`
+}
+
+// missFraction is max(0, 1 − cache/bytes): the share of a working set of
+// bytes that does not fit in cache bytes.
+func missFraction(bytes, cache float64) float64 {
+	if bytes <= cache || bytes <= 0 {
+		return 0
+	}
+	return 1 - cache/bytes
 }
 
 // Ns is the operator's time in ns for bytes input bytes and rows input rows,
@@ -61,6 +77,9 @@ func (c OpCost) NsOut(bytes, rows, terms, out float64) float64 {
 	}
 	if c.RowRate > 0 {
 		t += rows * 1e9 / float64(c.RowRate)
+	}
+	if c.Miss > 0 {
+		t += rows * float64(c.Miss) * missFraction(bytes, float64(c.Cache))
 	}
 	return t
 }

@@ -59,8 +59,15 @@ func (d *runData) kernel(t *scheduler.Task) (rows, bytes int64, parts []int64, e
 		if out != nil {
 			pd.mu.Lock()
 			pd.left[dev] = append(pd.left[dev], out)
+			if pd.sink.Kind == plan.OpHashBuild {
+				if err = d.buildTable(t.Pipeline, dev); err != nil {
+					err = fmt.Errorf("engine: %s pipeline %d (%s): %w", d.plan.Name, t.Pipeline, pl.Name, err)
+				}
+			}
 			pd.mu.Unlock()
-			err = d.trackPipe(t.Pipeline, bytes)
+			if err == nil {
+				err = d.trackPipe(t.Pipeline, bytes)
+			}
 		}
 	case pd.kind == kindResult:
 		u := d.unit(t)
@@ -166,7 +173,8 @@ func (d *runData) runOps(p int32, dev int, ops []plan.Op, in *cpu.Batch) (out *c
 		switch op.Kind {
 		case plan.OpScan, plan.OpHashBuild, plan.OpResult:
 			// Scan: decoded by the copy. Build: the retained output is the
-			// table's rows (indexed on first probe). Result: the host merge.
+			// table's rows (indexed by kernel, after the unit). Result: the
+			// host merge.
 		case plan.OpFilter:
 			if b != nil {
 				b, err = cpu.Filter(b, op.Expr)
@@ -366,7 +374,30 @@ func (d *runData) send(ctx context.Context, t *scheduler.Task) error {
 	return d.trackPipe(t.Pipeline, -n)
 }
 
-// probe joins b against build pipeline op.Build's table on dev.
+// buildTable indexes what build pipeline p retained on dev into its hash
+// table, in the hash-build kernel that the scheduler (and the simulator's
+// cost of that task) says builds it — not lazily in the first probe, which
+// put the build's time in a probing kernel while the device's other probes
+// waited on the lock. A later unit on the same device (a build pipeline
+// has one per device: its source is an exchange) rebuilds over all rows.
+// The caller holds the pipeline's lock.
+func (d *runData) buildTable(p int32, dev int) error {
+	pd := &d.pipes[p]
+	rows, err := concat(pd.left[dev])
+	if err != nil || rows == nil {
+		return err
+	}
+	ht, err := cpu.BuildHashTable(rows, pd.sink.Keys)
+	if err != nil {
+		return fmt.Errorf("hash build: %w", err)
+	}
+	pd.left[dev] = []*cpu.Batch{rows}
+	pd.tables[dev] = ht
+	return nil
+}
+
+// probe joins b against build pipeline op.Build's table on dev (built by
+// its hash-build kernels, or here if none ran on dev with rows).
 func (d *runData) probe(op *plan.Op, dev int, b *cpu.Batch) (*cpu.Batch, error) {
 	j := op.Expr.(plan.Join)
 	bp := &d.pipes[op.Build]
@@ -374,12 +405,8 @@ func (d *runData) probe(op *plan.Op, dev int, b *cpu.Batch) (*cpu.Batch, error) 
 	ht := bp.tables[dev]
 	var err error
 	if ht == nil {
-		var rows *cpu.Batch
-		rows, err = concat(bp.left[dev])
-		if err == nil && rows != nil {
-			ht, err = cpu.BuildHashTable(rows, d.plan.Pipelines[op.Build].Sink().Keys)
-			bp.tables[dev] = ht
-		}
+		err = d.buildTable(int32(op.Build), dev)
+		ht = bp.tables[dev]
 	}
 	bp.mu.Unlock()
 	if err != nil {

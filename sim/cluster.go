@@ -62,7 +62,9 @@ var ErrUnmatched = errors.New("sim: receives wait for sends that were never star
 // profile, SSDs, a PCIe link per GPU and direction, GPU compute, NIC ports
 // per direction, and a host CPU; nodes meet at a switch (full bisection, or
 // per-node up/down links when oversubscribed). Device d is paired with SSD
-// d%SSDs and NIC d%NICs, as scheduler.Topology says.
+// d%SSDs and NIC d%NICs, as scheduler.Topology says. With
+// node.shared_machine the host and SSD links are built once (LinkInfo node
+// 0) and every node's tasks share them.
 //
 // Task mapping (each task is one flow of the fluid model, Net):
 //
@@ -151,12 +153,16 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 	}
 	oversub := p.Switch.Oversubscription > 1
 	for nd := 0; nd < nodes; nd++ {
-		ssds := make([]LinkID, n.SSDs)
-		for i := range ssds {
-			c.info = append(c.info, LinkInfo{LinkNVMe, nd, i})
-			ssds[i] = c.net.AddStorageLink(&p.NVMe)
+		if n.SharedMachine && nd > 0 {
+			c.nvme = append(c.nvme, c.nvme[0])
+		} else {
+			ssds := make([]LinkID, n.SSDs)
+			for i := range ssds {
+				c.info = append(c.info, LinkInfo{LinkNVMe, nd, i})
+				ssds[i] = c.net.AddStorageLink(&p.NVMe)
+			}
+			c.nvme = append(c.nvme, ssds)
 		}
-		c.nvme = append(c.nvme, ssds)
 		c.h2d = append(c.h2d, per(LinkH2D, nd, n.GPUs, p.PCIe.H2D.PerNs()))
 		c.d2h = append(c.d2h, per(LinkD2H, nd, n.GPUs, p.PCIe.D2H.PerNs()))
 		if !n.KernelsOnHost {
@@ -168,7 +174,11 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 			c.nvOut = append(c.nvOut, per(LinkNVLinkOut, nd, n.GPUs, p.Intra.Bandwidth.PerNs()))
 			c.nvIn = append(c.nvIn, per(LinkNVLinkIn, nd, n.GPUs, p.Intra.Bandwidth.PerNs()))
 		}
-		c.host = append(c.host, add(LinkHost, nd, 0, n.HostCores))
+		if n.SharedMachine && nd > 0 {
+			c.host = append(c.host, c.host[0])
+		} else {
+			c.host = append(c.host, add(LinkHost, nd, 0, n.HostCores))
+		}
 		if oversub {
 			bw := float64(n.NICs) * p.NIC.Bandwidth.PerNs() / p.Switch.Oversubscription
 			c.up = append(c.up, add(LinkSwitchUp, nd, 0, bw))

@@ -270,3 +270,64 @@ func TestProfiles(t *testing.T) {
 		t.Errorf("unknown profile: %v", err)
 	}
 }
+
+// TestClusterSharedMachine: with node.shared_machine the nodes' merges and
+// reads share one host CPU and one set of SSDs. 8 one-core merges (2 per
+// node on 4 nodes) on the machine's 4 cores take twice as long as alone
+// (launch 2us + 2 x 1 ms); two 4-request reads on SSD 0 of nodes 0 and 1
+// (q 8, full 1 B/ns) take 100us + 2 x 4 MiB ns. Without sharing every node
+// has its own 4 cores and SSDs: no slowdown.
+func TestClusterSharedMachine(t *testing.T) {
+	agg := []plan.Op{{Kind: plan.OpAggFinal, Selectivity: 0.001, OutWidth: 8}}
+	for _, shared := range []bool{false, true} {
+		p, err := LoadProfile("testdata/profiles/tiny.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Node.SharedMachine = shared
+		c, err := NewCluster(p, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tasks []*scheduler.Task
+		for nd := int32(0); nd < 4; nd++ {
+			for range 2 {
+				tasks = append(tasks, &scheduler.Task{Kind: scheduler.TaskMerge, Node: nd, Res: scheduler.Resource{Kind: scheduler.ResHost, Node: nd}, Device: -1, Ops: agg, OpKind: plan.OpAggFinal, Rows: 1e6, EstRows: 1000})
+			}
+		}
+		for nd := int32(0); nd < 2; nd++ {
+			tasks = append(tasks, &scheduler.Task{Kind: scheduler.TaskRead, Node: nd, Res: scheduler.Resource{Kind: scheduler.ResNVMe, Node: nd}, Bytes: 4 << 20})
+		}
+		for _, task := range tasks {
+			if err := c.Start(task); err != nil {
+				t.Fatal(err)
+			}
+		}
+		mergeWant, readWant := int64(2_000+1_000_000), int64(100_000+4194304)
+		if shared {
+			mergeWant, readWant = 2_000+2_000_000, 100_000+2*4194304
+		}
+		for _, comp := range drain(t, c) {
+			want := mergeWant
+			if comp.Task.Kind == scheduler.TaskRead {
+				want = readWant
+			}
+			if d := int64(comp.End - comp.Start); d < want-1 || d > want+1 {
+				t.Errorf("shared %v: %s on node %d took %d ns, want %d", shared, comp.Task.Kind, comp.Task.Node, d, want)
+			}
+		}
+		wantHost := 4
+		if shared {
+			wantHost = 1
+		}
+		hosts := 0
+		for _, li := range c.Links() {
+			if li.Kind == LinkHost {
+				hosts++
+			}
+		}
+		if hosts != wantHost {
+			t.Errorf("shared %v: %d host links, want %d", shared, hosts, wantHost)
+		}
+	}
+}

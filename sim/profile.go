@@ -66,6 +66,13 @@ type NodeSpec struct {
 	KernelThreads float64         `yaml:"kernel_threads"`
 	DeviceMemory  costmodel.Bytes `yaml:"device_memory"`
 	PinnedMemory  costmodel.Bytes `yaml:"pinned_memory"`
+	// SharedMachine makes every node a process of one machine (an emulated
+	// cluster: `gostachio cluster`): host_cores and the SSDs are that
+	// machine's, built once and shared by all nodes, so a node waiting on
+	// the network leaves its cores and disk to the others (max-min fair
+	// over all nodes' tasks) as the operating system does. GPUs, PCIe
+	// links and NICs stay per node.
+	SharedMachine bool `yaml:"shared_machine"`
 }
 
 // PCIeSpec is one GPU's PCIe link.

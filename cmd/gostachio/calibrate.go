@@ -41,7 +41,7 @@ prints each component's parameters and fit quality (R², MAPE).`,
 	f.StringVar(&o.Out, "out", "", "profile to write (YAML)")
 	f.StringVar(&o.Name, "name", "devbox-calibrated", "the profile's name")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the storage benchmark's order")
-	f.IntVar(&o.Reps, "reps", 5, "timed repetitions per kernel point, after one untimed (median)")
+	f.IntVar(&o.Reps, "reps", 5, "timed repetitions per kernel point, after one untimed (their mean is the sample)")
 	f.BoolVar(&o.Quick, "quick", false, "few, small points (seconds; for tests)")
 	f.StringVar(&o.Date, "date", "", "date recorded in the provenance (default: today, UTC)")
 	_ = cmd.MarkFlagRequired("out")

@@ -58,11 +58,16 @@ type SimBenchRow struct {
 }
 
 // DeriveProfile rewrites a profile's YAML for an emulated cluster of this
-// machine: every node gets `devices` devices, its share of the host cores
-// and of the NVMe bandwidth (the workers share them), and the link's NIC
-// bandwidth and latency (latency: the delay crossed twice, two veths, or
-// the given one when the delay is not emulated). Only the lines of those
-// fields change; comments say what was done.
+// machine: every node gets `devices` devices and the link's NIC bandwidth
+// and latency (latency: the delay crossed twice, two veths, or the given
+// one when the delay is not emulated), and the nodes are marked
+// node.shared_machine with host_cores the machine's `cores` (capped by the
+// profile's): the workers are processes of this machine sharing its cores
+// and its disk, which the simulator then shares among the nodes' tasks as
+// the operating system does (a worker waiting on the network leaves its
+// share to the others). Only the lines of those fields change (the
+// shared_machine line is added after host_cores when the profile has
+// none); comments say what was done.
 func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency time.Duration) ([]byte, error) {
 	if nodes < 1 || devices < 1 || cores < 1 || link.Rate <= 0 {
 		return nil, fmt.Errorf("cluster: derive profile: need nodes, devices, cores >= 1 and a link rate")
@@ -70,12 +75,15 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 	var out bytes.Buffer
 	section := ""
 	seen := map[string]bool{}
-	for _, line := range strings.Split(string(src), "\n") {
+	lines := strings.Split(string(src), "\n")
+	hasShared := strings.Contains(string(src), "\n  shared_machine:")
+	for _, line := range lines {
 		if len(line) > 0 && line[0] != ' ' && line[0] != '#' {
 			section, _, _ = strings.Cut(line, ":")
 		}
 		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
 		indented := strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ")
+		extra := ""
 		if ok && indented {
 			val, _, _ = strings.Cut(strings.TrimSpace(val), "#")
 			val = strings.TrimSpace(val)
@@ -83,6 +91,7 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 				line = fmt.Sprintf("  %s: %s  # %s", key, v, why)
 				seen[section+"."+key] = true
 			}
+			sharedWhy := fmt.Sprintf("%d workers are processes of this machine: its cores and disk are shared", nodes)
 			switch section + "." + key {
 			case "node.gpus":
 				set(strconv.Itoa(devices), "engine --devices per worker")
@@ -91,14 +100,14 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 				if err != nil {
 					return nil, fmt.Errorf("cluster: derive profile: host_cores %q", val)
 				}
-				set(strconv.FormatFloat(min(f, float64(cores)/float64(nodes)), 'g', 4, 64),
-					fmt.Sprintf("%d cores shared by %d workers", cores, nodes))
-			case "nvme.bandwidth":
-				f, err := strconv.ParseFloat(val, 64)
-				if err != nil {
-					return nil, fmt.Errorf("cluster: derive profile: nvme bandwidth %q", val)
+				set(strconv.FormatFloat(min(f, float64(cores)), 'g', 4, 64),
+					fmt.Sprintf("this machine's %d cores, shared by the %d workers", cores, nodes))
+				if !hasShared {
+					extra = "  shared_machine: true  # " + sharedWhy
+					seen["node.shared_machine"] = true
 				}
-				set(strconv.FormatFloat(f/float64(nodes), 'g', 6, 64), fmt.Sprintf("one disk shared by %d workers", nodes))
+			case "node.shared_machine":
+				set("true", sharedWhy)
 			case "nic.bandwidth":
 				set(strconv.FormatFloat(float64(link.Rate)/8, 'g', 6, 64), "--link "+link.String())
 			case "nic.latency":
@@ -111,8 +120,12 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 		}
 		out.WriteString(line)
 		out.WriteByte('\n')
+		if extra != "" {
+			out.WriteString(extra)
+			out.WriteByte('\n')
+		}
 	}
-	for _, k := range []string{"node.gpus", "node.host_cores", "nvme.bandwidth", "nic.bandwidth", "nic.latency"} {
+	for _, k := range []string{"node.gpus", "node.host_cores", "node.shared_machine", "nic.bandwidth", "nic.latency"} {
 		if !seen[k] {
 			return nil, fmt.Errorf("cluster: derive profile: no %s in the profile", k)
 		}
