@@ -93,7 +93,7 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 			if _, err := plan.ParseOpKind(s.Op); err != nil {
 				return nil, fmt.Errorf("calibrate: sample %q: %w", s.Case, err)
 			}
-			ops[s.Op] = append(ops[s.Op], costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns), Terms: s.Terms, Out: float64(s.Out)})
+			ops[s.Op] = append(ops[s.Op], costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns), Terms: s.Terms, Out: float64(s.Out), Table: float64(s.Table)})
 		default:
 			return nil, fmt.Errorf("calibrate: sample %q has unknown component %q", s.Case, s.Component)
 		}
@@ -144,9 +144,10 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	costs := map[string]costmodel.OpCost{}
 	for _, k := range names {
 		fit := costmodel.FitOpCost
-		if k == plan.OpHashBuild.String() {
-			// A build's table is its input: past the caches every row
-			// costs misses (measured 13 ns/row at 4 Ki rows, 100+ at 1 Mi).
+		if k == plan.OpHashBuild.String() || k == plan.OpHashProbe.String() {
+			// A build's table is its input, a probe's the table it probes:
+			// past the caches every row costs misses (a build: measured
+			// 13 ns/row at 4 Ki rows, 100+ at 1 Mi).
 			fit = costmodel.FitOpCostSized
 		}
 		c, q, err := fit(ops[k])

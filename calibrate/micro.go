@@ -655,6 +655,7 @@ func (m *micro) joinsAndSorts() error {
 						return err
 					}
 					m.addOut(plan.OpHashProbe, float64(1+len(carry)), fmt.Sprintf("probe %s %s build=%d", j.probe, kind, nb), pin, out, ns)
+					m.out[len(m.out)-1].Table = bytesOf(bin)
 				}
 			}
 		}

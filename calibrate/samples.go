@@ -45,9 +45,12 @@ type Sample struct {
 	Terms float64
 	// Out is the bytes a kernel wrote (0 where not measured).
 	Out int64
+	// Table is a probe's working set: the input bytes of the hash table
+	// it probes (0: the kernel's own input is its working set).
+	Table int64
 }
 
-var sampleHeader = []string{"component", "op", "case", "bytes", "rows", "depth", "tasks", "ns", "terms", "out"}
+var sampleHeader = []string{"component", "op", "case", "bytes", "rows", "depth", "tasks", "ns", "terms", "out", "table"}
 
 // WriteSamples writes samples as CSV with a header.
 func WriteSamples(w io.Writer, samples []Sample) error {
@@ -55,7 +58,7 @@ func WriteSamples(w io.Writer, samples []Sample) error {
 	cw.Write(sampleHeader)
 	for _, s := range samples {
 		cw.Write([]string{s.Component, s.Op, s.Case, strconv.FormatInt(s.Bytes, 10), strconv.FormatInt(s.Rows, 10),
-			strconv.Itoa(s.Depth), strconv.Itoa(s.Tasks), strconv.FormatInt(s.Ns, 10), strconv.FormatFloat(s.Terms, 'g', -1, 64), strconv.FormatInt(s.Out, 10)})
+			strconv.Itoa(s.Depth), strconv.Itoa(s.Tasks), strconv.FormatInt(s.Ns, 10), strconv.FormatFloat(s.Terms, 'g', -1, 64), strconv.FormatInt(s.Out, 10), strconv.FormatInt(s.Table, 10)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -69,10 +72,10 @@ func ReadSamples(r io.Reader) ([]Sample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: samples: header: %w", err)
 	}
-	// Samples written before the out and terms columns have one or two
-	// columns less.
+	// Samples written before the terms, out and table columns have one
+	// to three columns less.
 	cols := len(sampleHeader)
-	if len(head) >= cols-2 && len(head) < cols {
+	if len(head) >= cols-3 && len(head) < cols {
 		cols = len(head)
 	}
 	cr.FieldsPerRecord = cols
@@ -101,14 +104,17 @@ func ReadSamples(r io.Reader) ([]Sample, error) {
 		s.Depth, e[2] = strconv.Atoi(rec[5])
 		s.Tasks, e[3] = strconv.Atoi(rec[6])
 		s.Ns, e[4] = strconv.ParseInt(rec[7], 10, 64)
-		var te, oe error
+		var te, oe, ke error
 		if cols > 8 {
 			s.Terms, te = strconv.ParseFloat(rec[8], 64)
 		}
 		if cols > 9 {
 			s.Out, oe = strconv.ParseInt(rec[9], 10, 64)
 		}
-		if err := errors.Join(append(e[:], te, oe)...); err != nil {
+		if cols > 10 {
+			s.Table, ke = strconv.ParseInt(rec[10], 10, 64)
+		}
+		if err := errors.Join(append(e[:], te, oe, ke)...); err != nil {
 			return nil, fmt.Errorf("calibrate: samples line %d: %w", line, err)
 		}
 		out = append(out, s)

@@ -71,6 +71,17 @@ type OpSample struct {
 	Terms float64
 	// Out is the bytes the operator wrote (0: not measured).
 	Out float64
+	// Table is the working set of a probe: the bytes of the table it
+	// probes (0: Bytes, the operator's input, is its working set).
+	Table float64
+}
+
+// workingSet is what OpCost's cache term sees for s.
+func (s OpSample) workingSet() float64 {
+	if s.Table > 0 {
+		return s.Table
+	}
+	return s.Bytes
 }
 
 // FitWeightPower sets how fits weigh samples: each residual is divided by
@@ -136,7 +147,8 @@ func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
 // geometric grid (256 KiB to 1 GiB, ratio √2) it fits the six
 // coefficients by the same weighted NNLS, with the feature
 // rows·max(0, 1 − cache/bytes), and keeps the cache size of least
-// weighted squared error (ties: the smaller). Deterministic: the same
+// weighted squared error (ties: the smaller), among the sizes that at
+// least minPastCache samples are twice past. Deterministic: the same
 // samples give the same OpCost. Without samples past the smallest cache
 // size the term stays zero, as in FitOpCost.
 func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
@@ -152,13 +164,15 @@ func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
 	for cache := float64(256 << 10); cache <= 1<<30; cache *= math.Sqrt2 {
 		cache = math.Round(cache)
 		x := make([][]float64, len(samples))
-		past := false
+		past := 0
 		for i, s := range samples {
-			f := missFraction(s.Bytes, cache)
-			past = past || f > 0
+			f := missFraction(s.workingSet(), cache)
+			if f >= 0.5 {
+				past++
+			}
 			x[i] = []float64{1, s.Bytes, s.Rows, s.Rows * s.Terms, s.Out, s.Rows * f}
 		}
-		if !past {
+		if past < minPastCache {
 			break
 		}
 		c, err := relNNLS(x, y)
@@ -175,16 +189,22 @@ func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
 	}
 	pred := make([]float64, len(samples))
 	for i, s := range samples {
-		pred[i] = best.NsOut(s.Bytes, s.Rows, s.Terms, s.Out)
+		pred[i] = best.NsTable(s.Bytes, s.Rows, s.Terms, s.Out, s.workingSet())
 	}
 	return best, Quality(pred, y), nil
 }
+
+// minPastCache is how many samples must have at least half their working
+// set past a cache size for FitOpCostSized to try it: a size that only the
+// largest sample crosses would price that one sample's noise as a miss
+// cost (seen: 1.7 ms/row past 64 MiB from one 67 MB build).
+const minPastCache = 3
 
 // weightedSSE is the error relNNLS minimizes, of c's predictions.
 func weightedSSE(c OpCost, samples []OpSample) float64 {
 	var e float64
 	for _, s := range samples {
-		d := c.NsOut(s.Bytes, s.Rows, s.Terms, s.Out) - s.Ns
+		d := c.NsTable(s.Bytes, s.Rows, s.Terms, s.Out, s.workingSet()) - s.Ns
 		if s.Ns > 0 {
 			d *= math.Pow(s.Ns, -FitWeightPower)
 		}

@@ -23,7 +23,7 @@ import (
 // OpCost is the cost of one operator kind on one device:
 //
 //	t(bytes, rows, terms, out) = Fixed + bytes/ByteRate + rows/RowRate + rows·terms/TermRate + out/OutRate
-//	                             + rows·Miss·max(0, 1 − Cache/bytes)   (seconds → ns)
+//	                             + rows·Miss·max(0, 1 − Cache/ws)   (seconds → ns)
 //
 // where terms is the operator's expression work per row (plan.Op.Terms)
 // and out the bytes it writes (a filter gathers its selected rows: its
@@ -40,9 +40,10 @@ type OpCost struct {
 	// OutRate prices output bytes.
 	OutRate Rate `yaml:"out,omitempty"`
 	// Miss and Cache price a working set that outgrows the caches (a hash
-	// build's table: its input): rows·Miss·max(0, 1 − Cache/bytes) more,
-	// so the per-row cost rises from the in-cache rate towards Miss more
-	// once the input is past Cache bytes. Zero Miss: no such term.
+	// build's: its input; a probe's: the table it probes):
+	// rows·Miss·max(0, 1 − Cache/ws) more for a working set of ws bytes, so
+	// the per-row cost rises from the in-cache rate towards Miss more once
+	// ws is past Cache bytes. Zero Miss: no such term.
 	Miss  Duration `yaml:"miss,omitempty"`
 	Cache Bytes    `yaml:"cache,omitempty"`
 }
@@ -63,8 +64,15 @@ func (c OpCost) Ns(bytes, rows float64) float64 { return c.NsTerms(bytes, rows, 
 // NsTerms is Ns for an operator doing terms expression terms per row.
 func (c OpCost) NsTerms(bytes, rows, terms float64) float64 { return c.NsOut(bytes, rows, terms, 0) }
 
-// NsOut is NsTerms for an operator that also writes out output bytes.
+// NsOut is NsTerms for an operator that also writes out output bytes
+// (its working set, for the cache term, is its input).
 func (c OpCost) NsOut(bytes, rows, terms, out float64) float64 {
+	return c.NsTable(bytes, rows, terms, out, bytes)
+}
+
+// NsTable is NsOut for an operator whose working set is ws bytes (a
+// probe: the table it probes).
+func (c OpCost) NsTable(bytes, rows, terms, out, ws float64) float64 {
 	t := float64(c.Fixed)
 	if c.OutRate > 0 {
 		t += out * 1e9 / float64(c.OutRate)
@@ -79,7 +87,7 @@ func (c OpCost) NsOut(bytes, rows, terms, out float64) float64 {
 		t += rows * 1e9 / float64(c.RowRate)
 	}
 	if c.Miss > 0 {
-		t += rows * float64(c.Miss) * missFraction(bytes, float64(c.Cache))
+		t += rows * float64(c.Miss) * missFraction(ws, float64(c.Cache))
 	}
 	return t
 }
@@ -105,8 +113,16 @@ type Device struct {
 
 // Work is the device-busy time in ns of one kernel running ops (fused, in
 // order) over bytes input bytes and rows input rows, per the formula on
-// Device (Launch excluded). With no ops it prices kind alone.
+// Device (Launch excluded). With no ops it prices kind alone. Probes see
+// no table (WorkTables does).
 func (d *Device) Work(ops []plan.Op, kind plan.OpKind, bytes, rows int64) float64 {
+	return d.WorkTables(ops, kind, bytes, rows, nil)
+}
+
+// WorkTables is Work where table(build) gives the bytes of the hash table
+// built by pipeline build that a probe op probes (its working set: the
+// OpCost cache term); nil, or 0 from it, prices a probe without that term.
+func (d *Device) WorkTables(ops []plan.Op, kind plan.OpKind, bytes, rows int64, table func(build int) float64) float64 {
 	if len(ops) == 0 {
 		if int(kind) >= len(d.Ops) {
 			return 0
@@ -127,7 +143,14 @@ func (d *Device) Work(ops []plan.Op, kind plan.OpKind, bytes, rows int64) float6
 			nb = nr * float64(op.OutWidth)
 		}
 		if int(op.Kind) < len(d.Ops) {
-			t += d.Ops[op.Kind].NsOut(b, r, op.Terms(), nb)
+			ws := b
+			if op.Kind == plan.OpHashProbe {
+				ws = 0
+				if table != nil {
+					ws = table(op.Build)
+				}
+			}
+			t += d.Ops[op.Kind].NsTable(b, r, op.Terms(), nb, ws)
 		}
 		b, r = nb, nr
 	}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 
+	"gostachio/costmodel"
+	"gostachio/plan"
 	"gostachio/scheduler"
 )
 
@@ -72,7 +74,9 @@ var ErrUnmatched = errors.New("sim: receives wait for sends that were never star
 //	h2d/d2h  H2D|D2H[node][device]; latency pcie.latency
 //	kernel   GPU[node][device] with size GPU.Work (device-ns), latency
 //	         gpu.launch; kernels_on_host: Host[node], Host.Work, rate ≤
-//	         kernel_threads cores, latency host.launch
+//	         kernel_threads cores, latency host.launch; a probe's working
+//	         set (cost model cache term) is the input of the hash-build
+//	         kernels of its table on the same node and device
 //	merge    Host[node], Host.Work core-ns, rate ≤ merge_threads, latency host.launch
 //	sync     no link; latency sync_latency
 //	send     NICOut[node][Res.Index] (+ SwitchUp[node], SwitchDown[peer]
@@ -106,9 +110,26 @@ type Cluster struct {
 	qhead     int
 	calls     int
 	links     []LinkID // scratch
+	// tables: input bytes of the hash-build kernels per node, device and
+	// build pipeline — the working set of the probes of that table.
+	tables map[tableKey]float64
 	// outputs, if set, gives kernels' and merges' real output sizes
 	// (trace replay); otherwise completions report the estimates.
 	outputs func(t *scheduler.Task) (bytes, rows int64, ok bool)
+}
+
+type tableKey struct{ node, device, pipeline int32 }
+
+// kernelWork is the compute work of kernel t on dev (its probes priced
+// with the tables their builds made on the same node and device), and
+// records t's input as its pipeline's table if t builds one.
+func (c *Cluster) kernelWork(dev *costmodel.Device, t *scheduler.Task) float64 {
+	if n := len(t.Ops); n > 0 && t.Ops[n-1].Kind == plan.OpHashBuild {
+		c.tables[tableKey{t.Node, t.Device, t.Pipeline}] += float64(t.Bytes)
+	}
+	return dev.WorkTables(t.Ops, t.OpKind, t.Bytes, t.Rows, func(build int) float64 {
+		return c.tables[tableKey{t.Node, t.Device, int32(build)}]
+	})
 }
 
 // rec is the payload of one flow: the task it executes and, for a send
@@ -136,7 +157,7 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 		return nil, fmt.Errorf("sim: profile %s: %w", p.Name, err)
 	}
 	c := &Cluster{prof: p, nodes: nodes, net: NewNet(),
-		sendFlows: map[uint64]int32{}, recvWait: map[uint64]recvHalf{}}
+		sendFlows: map[uint64]int32{}, recvWait: map[uint64]recvHalf{}, tables: map[tableKey]float64{}}
 	n := &p.Node
 	c.topo = scheduler.Topology{Nodes: nodes, Devices: n.GPUs, SSDs: n.SSDs, NICs: n.NICs,
 		DeviceMem: int64(n.DeviceMemory), PinnedMem: int64(n.PinnedMemory)}
@@ -268,12 +289,12 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 		}
 		if nd.KernelsOnHost {
 			ls = append(ls, c.host[node])
-			spec.Size = p.Host.Work(t.Ops, t.OpKind, t.Bytes, t.Rows)
+			spec.Size = c.kernelWork(&p.Host, t)
 			spec.Latency = p.Host.Launch.Ns()
 			spec.Limit = nd.KernelThreads
 		} else {
 			ls = append(ls, c.gpu[node][t.Device])
-			spec.Size = p.GPU.Work(t.Ops, t.OpKind, t.Bytes, t.Rows)
+			spec.Size = c.kernelWork(&p.GPU, t)
 			spec.Latency = p.GPU.Launch.Ns()
 		}
 	case scheduler.TaskMerge:
