@@ -63,6 +63,43 @@ func foldEstimate(agg *plan.Op, rows, bytes int64) (stRows, stBytes int64) {
 	return stRows, int64(math.Ceil(float64(bytes) * float64(stRows) / float64(rows)))
 }
 
+// rangeGroups estimates the groups a partial aggregate finds in chunks
+// [first, first+n) of t when it groups on one stored integer column with
+// min/max statistics: agg.Groups times the share of the column's value
+// range that the chunks span,
+//
+//	g = ⌈Groups · Σ_c (max_c − min_c + 1) / (max − min + 1)⌉
+//
+// (capped by Groups). Rows stored in key order (lineitem by l_orderkey)
+// give narrow chunk ranges and few groups per unit — the groups a device
+// holds, and so what its partial state ships, are a fraction of Groups;
+// unordered rows span the whole range and keep the cap. ok is false when
+// the key is not such a column or a chunk lacks statistics.
+func rangeGroups(t *plan.TableStats, agg *plan.Op, first, n int) (g int64, ok bool) {
+	if agg.Groups <= 0 || len(agg.Keys) != 1 {
+		return 0, false
+	}
+	c := t.Column(agg.Keys[0])
+	if c < 0 {
+		return 0, false
+	}
+	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+	for i := range t.Chunks {
+		st := t.Chunks[i].Stats
+		if c >= len(st) || !st[c].Valid {
+			return 0, false
+		}
+		lo, hi = min(lo, st[c].Min), max(hi, st[c].Max)
+	}
+	var span float64
+	for i := first; i < first+n; i++ {
+		m := t.Chunks[i].Stats[c]
+		span += float64(m.Max) - float64(m.Min) + 1
+	}
+	frac := min(1, span/(float64(hi)-float64(lo)+1))
+	return int64(math.Ceil(float64(agg.Groups) * frac)), true
+}
+
 // forSpans calls fn for every read of the given columns (sorted) of chunk
 // ch: one per column, or with combining one per run of columns whose
 // unprojected gaps are at most gap bytes. first/n are the table columns the
@@ -197,6 +234,12 @@ func (s *Scheduler) scanUnits(ps *pipe) {
 			u.chunk, u.nchunks = int32(cur.first), int32(cur.n)
 			u.rows, u.bytes, u.readBytes = cur.rows, cur.size, cur.read
 			u.outRows, u.out = Estimate(ps.unitOps, u.rows, u.bytes)
+			if ps.aggOp >= 0 {
+				if g, ok := rangeGroups(t, &ps.p.Ops[ps.aggOp], cur.first, cur.n); ok && g < u.outRows {
+					u.out = int64(math.Ceil(float64(u.out) * float64(g) / float64(u.outRows)))
+					u.outRows = g
+				}
+			}
 			ps.slotRead = max(ps.slotRead, u.readBytes)
 			ps.slotDev = max(ps.slotDev, u.bytes)
 			s.devs[dev].pending = append(s.devs[dev].pending, int32(len(s.units)-1))

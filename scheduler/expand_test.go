@@ -144,3 +144,37 @@ func TestPartialAggOutputCappedByRows(t *testing.T) {
 		t.Errorf("peak device %d bytes: a state sized from the group count was reserved", res.PeakDevice)
 	}
 }
+
+// TestRangeGroups: a partial aggregate over chunks stored in key order
+// finds Groups times the share of the key range its chunks span; chunks
+// that each span the whole range, a computed key or missing statistics
+// leave the Groups cap (ok false or the full count).
+func TestRangeGroups(t *testing.T) {
+	ordered := &plan.TableStats{Columns: []string{"k", "v"}}
+	unordered := &plan.TableStats{Columns: []string{"k", "v"}}
+	for i := int64(0); i < 4; i++ {
+		ordered.Chunks = append(ordered.Chunks, plan.ChunkStats{Rows: 1000, Stats: []plan.MinMax{{Valid: true, Min: 100 * i, Max: 100*i + 99}, {}}})
+		unordered.Chunks = append(unordered.Chunks, plan.ChunkStats{Rows: 1000, Stats: []plan.MinMax{{Valid: true, Min: i, Max: 396 + i}, {}}})
+	}
+	agg := &plan.Op{Kind: plan.OpAggPartial, Keys: []string{"k"}, Groups: 400}
+	for _, tc := range []struct {
+		name     string
+		t        *plan.TableStats
+		op       *plan.Op
+		first, n int
+		want     int64
+		wantOK   bool
+	}{
+		{"ordered, one chunk", ordered, agg, 1, 1, 100, true},
+		{"ordered, two chunks", ordered, agg, 2, 2, 200, true},
+		{"unordered (397 of 400 values)", unordered, agg, 0, 1, 397, true},
+		{"computed key", ordered, &plan.Op{Kind: plan.OpAggPartial, Keys: []string{"x"}, Groups: 400}, 0, 1, 0, false},
+		{"no stats", ordered, &plan.Op{Kind: plan.OpAggPartial, Keys: []string{"v"}, Groups: 400}, 0, 1, 0, false},
+		{"no groups", ordered, &plan.Op{Kind: plan.OpAggPartial, Keys: []string{"k"}}, 0, 1, 0, false},
+	} {
+		g, ok := rangeGroups(tc.t, tc.op, tc.first, tc.n)
+		if g != tc.want || ok != tc.wantOK {
+			t.Errorf("%s: %d groups (ok %v), want %d (ok %v)", tc.name, g, ok, tc.want, tc.wantOK)
+		}
+	}
+}
