@@ -76,28 +76,52 @@ func foldEstimate(agg *plan.Op, rows, bytes int64) (stRows, stBytes int64) {
 // unordered rows span the whole range and keep the cap. ok is false when
 // the key is not such a column or a chunk lacks statistics.
 func rangeGroups(t *plan.TableStats, agg *plan.Op, first, n int) (g int64, ok bool) {
-	if agg.Groups <= 0 || len(agg.Keys) != 1 {
+	kr, ok := aggKeyRange(t, agg)
+	if !ok {
 		return 0, false
+	}
+	return kr.groups(t, first, n), true
+}
+
+// keyRange is a partial aggregate's key column in its table and the
+// column's range over all chunks (aggKeyRange).
+type keyRange struct {
+	col     int
+	lo, hi  int64
+	groups0 int64
+}
+
+// aggKeyRange finds agg's single stored integer key with statistics in
+// every chunk of t (ok false otherwise): computed once per pipeline.
+func aggKeyRange(t *plan.TableStats, agg *plan.Op) (keyRange, bool) {
+	if agg.Groups <= 0 || len(agg.Keys) != 1 {
+		return keyRange{}, false
 	}
 	c := t.Column(agg.Keys[0])
 	if c < 0 {
-		return 0, false
+		return keyRange{}, false
 	}
 	lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
 	for i := range t.Chunks {
 		st := t.Chunks[i].Stats
 		if c >= len(st) || !st[c].Valid {
-			return 0, false
+			return keyRange{}, false
 		}
 		lo, hi = min(lo, st[c].Min), max(hi, st[c].Max)
 	}
+	return keyRange{col: c, lo: lo, hi: hi, groups0: agg.Groups}, true
+}
+
+// groups is rangeGroups' formula for chunks [first, first+n).
+func (kr keyRange) groups(t *plan.TableStats, first, n int) int64 {
+	c, lo, hi := kr.col, kr.lo, kr.hi
 	var span float64
 	for i := first; i < first+n; i++ {
 		m := t.Chunks[i].Stats[c]
 		span += float64(m.Max) - float64(m.Min) + 1
 	}
 	frac := min(1, span/(float64(hi)-float64(lo)+1))
-	return int64(math.Ceil(float64(agg.Groups) * frac)), true
+	return int64(math.Ceil(float64(kr.groups0) * frac))
 }
 
 // forSpans calls fn for every read of the given columns (sorted) of chunk
@@ -209,6 +233,11 @@ func (s *Scheduler) scanUnits(ps *pipe) {
 	t := &s.plan.Tables[ps.p.Source.Table]
 	prune := ps.p.Ops[0].Prune
 	W := s.workers()
+	var kr keyRange
+	hasRange := false
+	if ps.aggOp >= 0 {
+		kr, hasRange = aggKeyRange(t, &ps.p.Ops[ps.aggOp])
+	}
 	seq := 0       // unplaced units dealt so far
 	placedSeq := 0 // placed units dealt to this node so far
 	var cur struct {
@@ -234,8 +263,8 @@ func (s *Scheduler) scanUnits(ps *pipe) {
 			u.chunk, u.nchunks = int32(cur.first), int32(cur.n)
 			u.rows, u.bytes, u.readBytes = cur.rows, cur.size, cur.read
 			u.outRows, u.out = Estimate(ps.unitOps, u.rows, u.bytes)
-			if ps.aggOp >= 0 {
-				if g, ok := rangeGroups(t, &ps.p.Ops[ps.aggOp], cur.first, cur.n); ok && g < u.outRows {
+			if hasRange {
+				if g := kr.groups(t, cur.first, cur.n); g < u.outRows {
 					u.out = int64(math.Ceil(float64(u.out) * float64(g) / float64(u.outRows)))
 					u.outRows = g
 				}
