@@ -70,10 +70,13 @@ func RunExchangePeer(ctx context.Context, o ExchangePeerOptions, stdin io.Reader
 		return fmt.Errorf("cluster: exchange-peer: %w", err)
 	}
 	var stored atomic.Int64
-	store := func(q, pipe, dev int, batches []*cpu.Batch) error {
+	// The consumer is done with a frame once counted: its memory goes
+	// back to the data plane's pool, as a worker's does at a query's end.
+	store := func(q, pipe, dev int, batches []*cpu.Batch, lease *recvLease) error {
 		for _, b := range batches {
 			stored.Add(int64(b.Rows))
 		}
+		lease.Release()
 		return nil
 	}
 	timeout := 30 * time.Second

@@ -23,7 +23,7 @@ func BenchmarkExchangeLoopback(b *testing.B) {
 			b.Fatal(err)
 		}
 		addrs[r] = ln.Addr().String()
-		planes[r] = newDataPlane(r, 2, ln, 10*time.Second, func(q, pipe, dev int, batches []*cpu.Batch) error { return nil },
+		planes[r] = newDataPlane(r, 2, ln, 10*time.Second, func(q, pipe, dev int, batches []*cpu.Batch, l *recvLease) error { l.Release(); return nil },
 			func(string, ...any) {})
 	}
 	defer func() {

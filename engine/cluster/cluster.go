@@ -248,6 +248,36 @@ type query struct {
 	// [issue 9: traces]
 	rec    *traces.Recorder
 	origin int64
+
+	// leases hold the memory of the frames received for the query; they
+	// are released when it ends (its batches are read until then).
+	leaseMu  sync.Mutex
+	leases   []*recvLease
+	released bool
+}
+
+// keep holds a received frame's memory until the query ends (released at
+// once when it has ended).
+func (qs *query) keep(l *recvLease) {
+	qs.leaseMu.Lock()
+	if !qs.released {
+		qs.leases = append(qs.leases, l)
+		l = nil
+	}
+	qs.leaseMu.Unlock()
+	l.Release()
+}
+
+// release gives back the memory of every frame received for the query:
+// called once its backend is closed and its result copied out.
+func (qs *query) release() {
+	qs.leaseMu.Lock()
+	ls := qs.leases
+	qs.leases, qs.released = nil, true
+	qs.leaseMu.Unlock()
+	for _, l := range ls {
+		l.Release()
+	}
 }
 
 // Run runs this worker's part of a cluster job and returns when the job
@@ -315,6 +345,7 @@ func (s *session) teardown() {
 	if q := s.cur; q != nil {
 		q.cancel()
 		q.b.Close()
+		q.release()
 		s.cur = nil
 	}
 	s.qmu.Unlock()
@@ -595,6 +626,8 @@ func (s *session) runQuery(q int) error {
 	}
 	res, err := scheduler.RunNode(qs.ctx, qs.plan, qs.pol, qs.b, s.o.Rank, nodeNet{s, qs}, sink)
 	wall := time.Since(start)
+	// After the backend is closed and the result copied out of it.
+	defer qs.release()
 	s.qmu.Lock()
 	s.cur = nil
 	s.qmu.Unlock()
@@ -625,19 +658,26 @@ func (s *session) runQuery(q int) error {
 	m := &message{T: "done", Q: q, Stats: &nodeStats{Sched: res, IOBytes: qs.b.IOBytes(), PeakRetained: qs.b.PeakRetained()}}
 	if s.o.Rank == 0 {
 		m.result = engine.NewQueryResult(qs.plan, qs.pol.Name(), qs.b, res, wall)
+		// The result may be received columns, whose memory is recycled
+		// when this returns.
+		m.result.Batch = m.result.Batch.Clone()
 	}
 	return s.up.send(m)
 }
 
 // store puts batches another worker sent into the running query's backend.
-func (s *session) store(q, pipe, dev int, batches []*cpu.Batch) error {
+func (s *session) store(q, pipe, dev int, batches []*cpu.Batch, lease *recvLease) error {
 	s.qmu.Lock()
 	qs := s.cur
 	s.qmu.Unlock()
 	if qs == nil || qs.q != q {
 		return fmt.Errorf("worker %d is not running query %d", s.o.Rank, q)
 	}
-	return qs.b.Receive(pipe, dev, batches)
+	if err := qs.b.Receive(pipe, dev, batches); err != nil {
+		return err
+	}
+	qs.keep(lease)
+	return nil
 }
 
 // remote is the engine's transport for query q.

@@ -54,6 +54,9 @@ func testData(t testing.TB) string {
 }
 
 func TestMain(m *testing.M) {
+	// Received memory is poisoned when released: a result or kernel that
+	// read a frame after its query released it gives wrong answers.
+	os.Setenv("GOSTACHIO_POISON_RECV", "1")
 	code := m.Run()
 	if tmpRoot != "" {
 		os.RemoveAll(tmpRoot)
@@ -131,6 +134,14 @@ func TestClusterTPCH(t *testing.T) {
 		}
 		want[q] = rowsOf(r)
 	}
+	// Frames of 16 KiB+ are read into pooled memory (at SF0.01 mostly on
+	// 2 workers): the answers are checked while it is recycled.
+	reused := recvReused.Load()
+	defer func() {
+		if recvReused.Load() == reused {
+			t.Error("no received frame was read into recycled memory: the poisoned pool was not exercised")
+		}
+	}()
 	for _, shape := range []struct{ workers, devices int }{{2, 1}, {4, 1}, {2, 2}} {
 		t.Run(fmt.Sprintf("%dx%d", shape.workers, shape.devices), func(t *testing.T) {
 			job := Job{Data: dir, Queries: names, Policy: "overlap", Set: "chunk=64KiB", Devices: shape.devices, Mem: 1 << 30}

@@ -8,11 +8,10 @@ import (
 	"time"
 
 	"gostachio/engine/rdma"
-	"gostachio/kernels/cpu"
 )
 
 // newRDMAExchange fails: this build has no verbs (see exchange_rdma.go).
 func newRDMAExchange(rank, world int, ln net.Listener, timeout time.Duration,
-	store func(q, pipe, dev int, batches []*cpu.Batch) error, log func(string, ...any)) (Exchange, error) {
+	store storeFunc, log func(string, ...any)) (Exchange, error) {
 	return nil, fmt.Errorf("cluster: transport rdma: built without the rdma tag (make build-rdma): %w", rdma.ErrNoRDMA)
 }

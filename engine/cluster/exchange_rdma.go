@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"gostachio/engine/rdma"
-	"gostachio/kernels/cpu"
 )
 
 // The RDMA exchange is the TCP data plane with its frames moved to RDMA:
@@ -49,7 +48,7 @@ type rdmaExchange struct {
 }
 
 func newRDMAExchange(rank, world int, ln net.Listener, timeout time.Duration,
-	store func(q, pipe, dev int, batches []*cpu.Batch) error, log func(string, ...any)) (Exchange, error) {
+	store storeFunc, log func(string, ...any)) (Exchange, error) {
 	d, port, err := rdma.Choose(os.Getenv("GOSTACHIO_RDMA_DEVICE"), os.Getenv("GOSTACHIO_RDMA_GPU"))
 	if err != nil {
 		return nil, fmt.Errorf("cluster: transport rdma: %w", err)

@@ -156,7 +156,7 @@ func TestRDMARingFrames(t *testing.T) {
 		if h.seq != uint64(i+1) || h.query != 1 || h.pipe != 2 || h.dev != 3 {
 			t.Fatalf("frame %d header %+v", i, h)
 		}
-		got, _, err := readBatches(r, h)
+		got, _, err := readBatches(r, h, nil)
 		if err != nil {
 			t.Fatalf("frame %d: %v", i, err)
 		}

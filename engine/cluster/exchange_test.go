@@ -16,7 +16,7 @@ import (
 // device), fail with a clear error, closing the listener, and return a
 // nil Exchange.
 func TestNewExchange(t *testing.T) {
-	store := func(q, pipe, dev int, b []*cpu.Batch) error { return nil }
+	store := func(q, pipe, dev int, b []*cpu.Batch, l *recvLease) error { l.Release(); return nil }
 	logf := func(string, ...any) {}
 	listen := func() net.Listener {
 		ln, err := net.Listen("tcp", "127.0.0.1:0")

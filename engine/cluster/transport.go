@@ -34,6 +34,13 @@ const (
 	TransportRDMA = "rdma"
 )
 
+// storeFunc takes an inbound frame's batches for pipeline pipe, device dev
+// of query q. On success it owns them and lease, the memory they were read
+// into, and must call lease.Release once nothing reads the batches any
+// more (never releasing only costs the recycling). On error the data plane
+// releases the lease and sends the error back to the sender in the ack.
+type storeFunc func(q, pipe, dev int, batches []*cpu.Batch, lease *recvLease) error
+
 // Exchange is a worker's data plane: it moves batches to the other
 // workers and stores theirs. Its implementations are in this package
 // (TCP: dataPlane; RDMA: exchange_rdma.go).
@@ -55,7 +62,7 @@ type Exchange interface {
 // the listener ln, which it owns from then on (closed on error too).
 // store and log are as for newDataPlane. The result is nil on error.
 func newExchange(transport string, rank, world int, ln net.Listener, timeout time.Duration,
-	store func(q, pipe, dev int, batches []*cpu.Batch) error, log func(string, ...any)) (Exchange, error) {
+	store storeFunc, log func(string, ...any)) (Exchange, error) {
 	switch transport {
 	case "", TransportTCP:
 		return newDataPlane(rank, world, ln, timeout, store, log), nil
@@ -127,8 +134,10 @@ type dataPlane struct {
 	carry       carrier
 	// store puts an inbound frame's batches into the backend of query q;
 	// an error goes back to the sender in the ack.
-	store func(q, pipe, dev int, batches []*cpu.Batch) error
-	log   func(format string, args ...any)
+	store storeFunc
+	// recv recycles the memory of inbound frames (see recvpool.go).
+	recv *recvPool
+	log  func(format string, args ...any)
 
 	out []*outLink
 
@@ -142,14 +151,14 @@ type dataPlane struct {
 }
 
 func newDataPlane(rank, world int, ln net.Listener, timeout time.Duration,
-	store func(q, pipe, dev int, batches []*cpu.Batch) error, log func(string, ...any)) *dataPlane {
+	store storeFunc, log func(string, ...any)) *dataPlane {
 	return newDataPlaneOn(tcpCarrier{}, rank, world, ln, timeout, store, log)
 }
 
 // newDataPlaneOn is newDataPlane with the frames on carrier carry.
 func newDataPlaneOn(carry carrier, rank, world int, ln net.Listener, timeout time.Duration,
-	store func(q, pipe, dev int, batches []*cpu.Batch) error, log func(string, ...any)) *dataPlane {
-	dp := &dataPlane{rank: rank, world: world, timeout: timeout, ln: ln, carry: carry, store: store, log: log,
+	store storeFunc, log func(string, ...any)) *dataPlane {
+	dp := &dataPlane{rank: rank, world: world, timeout: timeout, ln: ln, carry: carry, store: store, recv: newRecvPool(), log: log,
 		out: make([]*outLink, world), in: map[int]net.Conn{}, inReady: make(chan struct{})}
 	if world == 1 {
 		close(dp.inReady)
@@ -219,17 +228,21 @@ func (dp *dataPlane) serveInbound(c net.Conn) {
 		if err != nil {
 			return
 		}
-		batches, n, err := readBatches(src, h)
+		lease := &recvLease{pool: dp.recv}
+		batches, n, err := readBatches(src, h, lease)
 		var de *dataError
 		if err != nil && !errors.As(err, &de) {
 			// The connection broke mid-frame: the sender sees it.
+			lease.Release()
 			return
 		}
 		dp.recvBytes.Add(n)
 		msg := ""
 		if err != nil {
+			lease.Release()
 			msg = err.Error()
-		} else if err := dp.store(int(h.query), int(h.pipe), int(h.dev), batches); err != nil {
+		} else if err := dp.store(int(h.query), int(h.pipe), int(h.dev), batches, lease); err != nil {
+			lease.Release()
 			msg = err.Error()
 		}
 		if err := writeAck(bw, h.seq, msg); err != nil {

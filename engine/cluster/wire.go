@@ -312,9 +312,10 @@ func readFrameHeader(r io.Reader) (frameHeader, error) {
 	return h, nil
 }
 
-// readBatches reads the batches of frame h and validates them. An error in
-// the data (as opposed to the connection) is a *dataError.
-func readBatches(r io.Reader, h frameHeader) ([]*cpu.Batch, int64, error) {
+// readBatches reads the batches of frame h and validates them, their large
+// column sections into lease's memory (nil: fresh allocations). An error
+// in the data (as opposed to the connection) is a *dataError.
+func readBatches(r io.Reader, h frameHeader, lease *recvLease) ([]*cpu.Batch, int64, error) {
 	n := h.batches
 	lr := &limitReader{r: r, left: h.payload}
 	r = lr
@@ -350,7 +351,7 @@ func readBatches(r io.Reader, h frameHeader) ([]*cpu.Batch, int64, error) {
 			if dlen > lr.left {
 				return nil, total, &dataError{fmt.Sprintf("column %s: %d bytes, %d left in the frame", b.Names[c], dlen, lr.left)}
 			}
-			if err := readColumn(r, v, rows, dlen); err != nil {
+			if err := readColumn(r, v, rows, dlen, lease); err != nil {
 				return nil, total, err
 			}
 			if _, err := io.ReadFull(r, scratch[:8]); err != nil {
@@ -367,7 +368,7 @@ func readBatches(r io.Reader, h frameHeader) ([]*cpu.Batch, int64, error) {
 				if slen != uint64(v.Off[rows]) {
 					return nil, total, &dataError{fmt.Sprintf("column %s: offsets end at %d, %d string bytes sent", b.Names[c], v.Off[rows], slen)}
 				}
-				v.Str = make([]byte, slen)
+				v.Str = lease.bytes(int(slen))
 				if _, err := io.ReadFull(r, v.Str); err != nil {
 					return nil, total, err
 				}
@@ -405,7 +406,7 @@ func (l *limitReader) Read(p []byte) (int, error) {
 }
 
 // readColumn reads a column's value section of dlen bytes for rows rows.
-func readColumn(r io.Reader, v *cpu.Vec, rows int, dlen uint64) error {
+func readColumn(r io.Reader, v *cpu.Vec, rows int, dlen uint64, lease *recvLease) error {
 	want := func(size int, n int) error {
 		if dlen != uint64(size)*uint64(n) {
 			return &dataError{fmt.Sprintf("%s column of %d rows sends %d bytes", v.Type, rows, dlen)}
@@ -418,20 +419,20 @@ func readColumn(r io.Reader, v *cpu.Vec, rows int, dlen uint64) error {
 		if err := want(8, rows); err != nil {
 			return err
 		}
-		v.I64 = make([]int64, rows)
-		dst = bytesOf(v.I64)
+		dst = lease.bytes(8 * rows)
+		v.I64 = viewAs[int64](dst, rows)
 	case cpu.TInt32, cpu.TDate:
 		if err := want(4, rows); err != nil {
 			return err
 		}
-		v.I32 = make([]int32, rows)
-		dst = bytesOf(v.I32)
+		dst = lease.bytes(4 * rows)
+		v.I32 = viewAs[int32](dst, rows)
 	case cpu.TFloat64:
 		if err := want(8, rows); err != nil {
 			return err
 		}
-		v.F64 = make([]float64, rows)
-		dst = bytesOf(v.F64)
+		dst = lease.bytes(8 * rows)
+		v.F64 = viewAs[float64](dst, rows)
 	case cpu.TBool:
 		if err := want(1, rows); err != nil {
 			return err
@@ -452,8 +453,8 @@ func readColumn(r io.Reader, v *cpu.Vec, rows int, dlen uint64) error {
 		if err := want(4, rows+1); err != nil {
 			return err
 		}
-		v.Off = make([]int32, rows+1)
-		dst = bytesOf(v.Off)
+		dst = lease.bytes(4 * (rows + 1))
+		v.Off = viewAs[int32](dst, rows+1)
 	default:
 		return &dataError{fmt.Sprintf("unknown column type %d", v.Type)}
 	}

@@ -92,7 +92,7 @@ func TestFrameRoundTrip(t *testing.T) {
 	if h.query != 3 || h.seq != 99 || h.pipe != 5 || h.dev != 1 || h.batches != uint32(len(ins)) {
 		t.Fatalf("header %+v", h)
 	}
-	outs, _, err := readBatches(&buf, h)
+	outs, _, err := readBatches(&buf, h, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +135,7 @@ func TestFrameCorrupt(t *testing.T) {
 						t.Fatalf("byte %d: panic %v", i, p)
 					}
 				}()
-				outs, _, err := readBatches(r, h)
+				outs, _, err := readBatches(r, h, nil)
 				if err == nil {
 					// A changed value byte is still a valid batch.
 					for _, o := range outs {
@@ -156,7 +156,7 @@ func TestFrameCorrupt(t *testing.T) {
 }
 
 // planePair is two data planes on loopback (ranks 0 and 1).
-func planePair(t testing.TB, timeout time.Duration, store func(q, pipe, dev int, b []*cpu.Batch) error) (*dataPlane, *dataPlane) {
+func planePair(t testing.TB, timeout time.Duration, store storeFunc) (*dataPlane, *dataPlane) {
 	var dps [2]*dataPlane
 	var addrs [2]string
 	for r := range 2 {
@@ -186,7 +186,7 @@ func planePair(t testing.TB, timeout time.Duration, store func(q, pipe, dev int,
 
 func TestDataPlaneSendAndReject(t *testing.T) {
 	var got atomic.Pointer[cpu.Batch]
-	store := func(q, pipe, dev int, bs []*cpu.Batch) error {
+	store := func(q, pipe, dev int, bs []*cpu.Batch, _ *recvLease) error {
 		if q != 7 || pipe != 2 || dev != 1 || len(bs) != 1 {
 			return fmt.Errorf("q %d pipe %d dev %d: %d batches", q, pipe, dev, len(bs))
 		}
@@ -236,7 +236,7 @@ func BenchmarkExchange(b *testing.B) {
 	batch.Cols = append(batch.Cols, cpu.Vec{Type: cpu.TString, Off: off, Str: str})
 	for _, inflight := range []int{1, 4} {
 		b.Run(fmt.Sprintf("inflight=%d", inflight), func(b *testing.B) {
-			store := func(int, int, int, []*cpu.Batch) error { return nil }
+			store := func(_, _, _ int, _ []*cpu.Batch, l *recvLease) error { l.Release(); return nil }
 			x, y := planePair(b, 10*time.Second, store)
 			defer x.close()
 			defer y.close()
@@ -303,7 +303,7 @@ func TestFrameRoundTripVectored(t *testing.T) {
 		if err != nil {
 			t.Fatalf("frame %d: %v", i, err)
 		}
-		outs, _, err := readBatches(br, h)
+		outs, _, err := readBatches(br, h, nil)
 		if err != nil {
 			t.Fatalf("frame %d: %v", i, err)
 		}

@@ -11,6 +11,7 @@ package cpu
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -148,6 +149,18 @@ func (b *Batch) Bytes() int64 {
 		n += b.Cols[i].Bytes()
 	}
 	return n
+}
+
+// Clone is a deep copy of the batch: nothing of it shares memory with b.
+func (b *Batch) Clone() *Batch {
+	out := &Batch{Rows: b.Rows, Names: slices.Clone(b.Names), Cols: make([]Vec, len(b.Cols))}
+	for i := range b.Cols {
+		v := b.Cols[i]
+		v.I64, v.I32, v.F64 = slices.Clone(v.I64), slices.Clone(v.I32), slices.Clone(v.F64)
+		v.Off, v.Str, v.B = slices.Clone(v.Off), slices.Clone(v.Str), slices.Clone(v.B)
+		out.Cols[i] = v
+	}
+	return out
 }
 
 // Validate checks that every column has Rows values and string offsets
