@@ -58,6 +58,7 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
 	defer engine.TuneGC()()
+	engine.FitHeapLimit(ds)
 	var out []Sample
 	fmt.Fprintln(logw, "calibrate: storage reads (sizes x depths, O_DIRECT)")
 	rs, err := microReads(ctx, ds, opts)

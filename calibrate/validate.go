@@ -163,6 +163,7 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	}
 	// Engine: rounds of all cases in a seeded random order.
 	defer engine.TuneGC()()
+	engine.FitHeapLimit(ds)
 	reader, err := engine.OpenSession(ctx, ds, engine.QueryOptions{Log: logw})
 	if err != nil {
 		return nil, err

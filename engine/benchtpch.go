@@ -119,6 +119,7 @@ func BenchTPCH(ctx context.Context, opts BenchTPCHOptions, stdout, stderr io.Wri
 		}
 	}
 	defer TuneGC()()
+	FitHeapLimit(ds)
 	qo := QueryOptions{Devices: opts.Devices, Mem: opts.Mem, Set: opts.Set, Log: stderr}
 	reader, err := OpenSession(ctx, ds, qo)
 	if err != nil {

@@ -71,6 +71,7 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 		opts.Log = stderr
 	}
 	defer TuneGC()()
+	FitHeapLimit(ds)
 	if opts.Reader == nil {
 		r, err := OpenSession(ctx, ds, opts.QueryOptions)
 		if err != nil {

@@ -395,6 +395,7 @@ func newExecutor(ctx context.Context, s *Spec, log io.Writer) (*executor, error)
 		ex.prof = prof
 	case "engine":
 		ex.undoGC = engine.TuneGC()
+		engine.FitHeapLimit(ex.ds)
 		r, err := engine.OpenSession(ctx, ex.ds, engine.QueryOptions{Log: log})
 		if err != nil {
 			ex.undoGC()

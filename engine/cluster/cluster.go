@@ -542,6 +542,7 @@ func (s *session) setup(m *message) error {
 		return err
 	}
 	s.ds = ds
+	engine.FitHeapLimit(ds)
 	r, err := engine.OpenSession(s.ctx, ds, s.queryOptions())
 	if err != nil {
 		return err

@@ -123,6 +123,7 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(text, "\n== 2. engine (measured on this machine) and simulator: serial vs overlap ==\n")
 	defer engine.TuneGC()()
+	engine.FitHeapLimit(ds)
 	reader, err := engine.OpenSession(ctx, ds, engine.QueryOptions{Log: stderr})
 	if err != nil {
 		return err
