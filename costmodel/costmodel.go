@@ -123,6 +123,18 @@ func (d *Device) Work(ops []plan.Op, kind plan.OpKind, bytes, rows int64) float6
 // built by pipeline build that a probe op probes (its working set: the
 // OpCost cache term); nil, or 0 from it, prices a probe without that term.
 func (d *Device) WorkTables(ops []plan.Op, kind plan.OpKind, bytes, rows int64, table func(build int) float64) float64 {
+	return d.WorkShared(ops, kind, bytes, rows, table, 1)
+}
+
+// WorkShared is WorkTables for a device whose caches `sharers` copies of
+// the same work use at once (the nodes of an emulated cluster, processes of
+// one machine running the same pipelines): every working set counts
+// sharers times against the Cache of the cost terms. It panics if sharers
+// < 1.
+func (d *Device) WorkShared(ops []plan.Op, kind plan.OpKind, bytes, rows int64, table func(build int) float64, sharers float64) float64 {
+	if sharers < 1 {
+		panic("costmodel: WorkShared with fewer than 1 sharer")
+	}
 	if len(ops) == 0 {
 		if int(kind) >= len(d.Ops) {
 			return 0
@@ -150,7 +162,7 @@ func (d *Device) WorkTables(ops []plan.Op, kind plan.OpKind, bytes, rows int64, 
 					ws = table(op.Build)
 				}
 			}
-			t += d.Ops[op.Kind].NsTable(b, r, op.Terms(), nb, ws)
+			t += d.Ops[op.Kind].NsTable(b, r, op.Terms(), nb, ws*sharers)
 		}
 		b, r = nb, nr
 	}

@@ -67,6 +67,32 @@ func TestOpCostAndDeviceWork(t *testing.T) {
 	}
 }
 
+// WorkShared counts a working set once per sharer against the cache term:
+// a 1 MiB table fits a 2 MiB cache alone, not among 4 sharers.
+func TestDeviceWorkShared(t *testing.T) {
+	var d Device
+	d.Ops[plan.OpHashProbe] = OpCost{RowRate: 1e9, Miss: 100, Cache: 2 << 20}
+	ops := []plan.Op{{Kind: plan.OpHashProbe, Selectivity: 1, Build: 0}}
+	table := func(int) float64 { return 1 << 20 }
+	alone := d.WorkShared(ops, plan.OpHashProbe, 8e6, 1e6, table, 1)
+	if alone != 1e6 {
+		t.Fatalf("alone: %v ns, want 1e6 (no miss term: the table fits)", alone)
+	}
+	if got := d.WorkTables(ops, plan.OpHashProbe, 8e6, 1e6, table); got != alone {
+		t.Errorf("WorkTables = %v, want WorkShared with 1 sharer %v", got, alone)
+	}
+	// 4 MiB against 2 MiB: half the lookups miss, 1e6 rows x 100 ns x 1/2.
+	if got, want := d.WorkShared(ops, plan.OpHashProbe, 8e6, 1e6, table, 4), 1e6+5e7; got != want {
+		t.Errorf("4 sharers: %v ns, want %v", got, want)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("WorkShared with 0 sharers did not panic")
+		}
+	}()
+	d.WorkShared(ops, plan.OpHashProbe, 8e6, 1e6, table, 0)
+}
+
 func TestStorageCurve(t *testing.T) {
 	s := Storage{Bandwidth: 1e9, Request: 1 << 20, TaskQD: 8,
 		Curve: []QDPoint{{QD: 2, Frac: 0.5}, {QD: 4, Frac: 0.9}, {QD: 8, Frac: 1}}}

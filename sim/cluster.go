@@ -127,9 +127,15 @@ func (c *Cluster) kernelWork(dev *costmodel.Device, t *scheduler.Task) float64 {
 	if n := len(t.Ops); n > 0 && t.Ops[n-1].Kind == plan.OpHashBuild {
 		c.tables[tableKey{t.Node, t.Device, t.Pipeline}] += float64(t.Bytes)
 	}
-	return dev.WorkTables(t.Ops, t.OpKind, t.Bytes, t.Rows, func(build int) float64 {
+	// The nodes of a shared machine run the same pipelines at once on its
+	// caches: each one's working set competes with the others'.
+	sharers := 1.0
+	if c.prof.Node.SharedMachine {
+		sharers = float64(c.nodes)
+	}
+	return dev.WorkShared(t.Ops, t.OpKind, t.Bytes, t.Rows, func(build int) float64 {
 		return c.tables[tableKey{t.Node, t.Device, int32(build)}]
-	})
+	}, sharers)
 }
 
 // rec is the payload of one flow: the task it executes and, for a send

@@ -70,8 +70,9 @@ type NodeSpec struct {
 	// cluster: `gostachio cluster`): host_cores and the SSDs are that
 	// machine's, built once and shared by all nodes, so a node waiting on
 	// the network leaves its cores and disk to the others (max-min fair
-	// over all nodes' tasks) as the operating system does. GPUs, PCIe
-	// links and NICs stay per node.
+	// over all nodes' tasks) as the operating system does; its caches are
+	// shared too, so a kernel's working set counts once per node against
+	// the cost terms' cache sizes. GPUs, PCIe links and NICs stay per node.
 	SharedMachine bool `yaml:"shared_machine"`
 }
 
