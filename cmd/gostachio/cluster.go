@@ -70,7 +70,7 @@ removes the leftovers of launchers that are gone.`,
 	f.StringVar(&link, "link", "", "with --netns: shape every worker's link, RATE[,DELAY] (e.g. 10Gbit,50us)")
 	f.StringVar(&o.NetnsID, "netns-id", "", "with --netns: the run id naming the network's resources (6 hex digits; default random)")
 	f.BoolVar(&cleanup, "cleanup", false, "remove the namespaces, veths and bridges of --netns launchers that are gone ('--cleanup all': of live ones too) and exit")
-	cmd.AddCommand(newBenchExchangeCmd(g), newExchangePeerCmd(), newBenchSimCmd(g))
+	cmd.AddCommand(newBenchExchangeCmd(g), newExchangePeerCmd(), newColocatePeerCmd(), newBenchSimCmd(g))
 	return cmd
 }
 
@@ -140,6 +140,21 @@ func newExchangePeerCmd() *cobra.Command {
 	return cmd
 }
 
+func newColocatePeerCmd() *cobra.Command {
+	var d time.Duration
+	cmd := &cobra.Command{
+		Use:    "colocate-peer",
+		Short:  "One process of bench-sim's co-location measurement (started by it)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			return cluster.RunColocatePeer(c.Context(), d, os.Stdin, c.OutOrStdout())
+		},
+	}
+	cmd.Flags().DurationVar(&d, "duration", 2*time.Second, "length of the kernel loop")
+	return cmd
+}
+
 func newBenchSimCmd(g *globals) *cobra.Command {
 	var o cluster.SimBenchOptions
 	var link, qs string
@@ -191,6 +206,9 @@ Prints engine and simulated seconds and the error per query.`,
 	f.StringVar(&o.Profile, "profile", "sim/profiles/devbox-calibrated.yaml", "calibrated profile the simulated one derives from")
 	f.StringVar(&o.ProfileOut, "profile-out", "netns-cluster.yaml", "where to write the derived profile")
 	f.DurationVar(&o.Latency, "latency", 15*time.Microsecond, "simulated NIC latency when the delay is not emulated (0: the --link delay)")
+	f.Float64Var(&o.Colocation, "colocation", 0, "share of the cores' single-process speed the workers get together (0: measure it first; 1: none lost)")
+	f.DurationVar(&o.ColocationDuration, "colocation-duration", 2*time.Second, "length of each co-location measurement")
+	f.IntVar(&o.ColocationRounds, "colocation-rounds", 3, "co-location measurements, alternating one process and --nodes processes")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }

@@ -46,6 +46,13 @@ type SimBenchOptions struct {
 	// Cores is this machine's CPU count shared by the workers (0:
 	// runtime.NumCPU).
 	Cores int
+	// Colocation is the share of the cores' single-process speed the
+	// workers get together (0: measured first, MeasureColocation; 1: the
+	// cores as one process gets them).
+	Colocation float64
+	// ColocationDuration and ColocationRounds size that measurement.
+	ColocationDuration time.Duration
+	ColocationRounds   int
 }
 
 // SimBenchRow is one query's comparison.
@@ -65,12 +72,17 @@ type SimBenchRow struct {
 // profile's): the workers are processes of this machine sharing its cores
 // and its disk, which the simulator then shares among the nodes' tasks as
 // the operating system does (a worker waiting on the network leaves its
-// share to the others). Only the lines of those fields change (the
-// shared_machine line is added after host_cores when the profile has
+// share to the others). host_cores is scaled by efficiency, the share of
+// the cores' single-process speed the workers get together
+// (MeasureColocation; 1 for none). Only the lines of those fields change
+// (the shared_machine line is added after host_cores when the profile has
 // none); comments say what was done.
-func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency time.Duration) ([]byte, error) {
+func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency time.Duration, efficiency float64) ([]byte, error) {
 	if nodes < 1 || devices < 1 || cores < 1 || link.Rate <= 0 {
 		return nil, fmt.Errorf("cluster: derive profile: need nodes, devices, cores >= 1 and a link rate")
+	}
+	if !(efficiency > 0 && efficiency <= 1) {
+		return nil, fmt.Errorf("cluster: derive profile: co-location efficiency %v outside (0, 1]", efficiency)
 	}
 	var out bytes.Buffer
 	section := ""
@@ -100,8 +112,11 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 				if err != nil {
 					return nil, fmt.Errorf("cluster: derive profile: host_cores %q", val)
 				}
-				set(strconv.FormatFloat(min(f, float64(cores)), 'g', 4, 64),
-					fmt.Sprintf("this machine's %d cores, shared by the %d workers", cores, nodes))
+				why := fmt.Sprintf("this machine's %d cores, shared by the %d workers", cores, nodes)
+				if efficiency < 1 {
+					why += fmt.Sprintf(", x %.3f: their measured co-location efficiency", efficiency)
+				}
+				set(strconv.FormatFloat(min(f, float64(cores))*efficiency, 'g', 4, 64), why)
 				if !hasShared {
 					extra = "  shared_machine: true  # " + sharedWhy
 					seen["node.shared_machine"] = true
@@ -144,6 +159,9 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if o.Devices < 1 {
 		o.Devices = 1
 	}
+	if o.ColocationDuration <= 0 {
+		o.ColocationDuration = 2 * time.Second
+	}
 	if o.Cores < 1 {
 		o.Cores = runtime.NumCPU()
 	}
@@ -151,7 +169,16 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if err != nil {
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
-	prof, err := DeriveProfile(src, o.Nodes, o.Devices, o.Cores, o.Link, o.Latency)
+	if o.Colocation == 0 {
+		c, err := MeasureColocation(ctx, ColocationOptions{Exe: o.Exe, Nodes: o.Nodes, Duration: o.ColocationDuration, Rounds: o.ColocationRounds})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(w, "co-location: %d processes did %.3f of one process's kernel-loop work (medians of %d rounds: %.1f vs %.1f iterations/s)\n",
+			o.Nodes, c.Efficiency, len(c.Alone), stats.Median(c.Together), stats.Median(c.Alone))
+		o.Colocation = min(c.Efficiency, 1)
+	}
+	prof, err := DeriveProfile(src, o.Nodes, o.Devices, o.Cores, o.Link, o.Latency, o.Colocation)
 	if err != nil {
 		return nil, err
 	}

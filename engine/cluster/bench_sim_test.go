@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"io"
 	"os"
 	"strings"
 	"testing"
@@ -26,7 +28,7 @@ func TestDeriveProfile(t *testing.T) {
 		cores     int
 		wantCores float64
 	}{{1, 1}, {16, orig.Node.HostCores}} {
-		out, err := DeriveProfile(src, 4, 1, tc.cores, Link{Rate: 100e6}, 15*time.Microsecond)
+		out, err := DeriveProfile(src, 4, 1, tc.cores, Link{Rate: 100e6}, 15*time.Microsecond, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -47,12 +49,56 @@ func TestDeriveProfile(t *testing.T) {
 			t.Errorf("nvme bandwidth %v, want the profile's %v", p.NVMe.Bandwidth, orig.NVMe.Bandwidth)
 		}
 		// Deriving again (shared_machine already present) changes nothing.
-		again, err := DeriveProfile(out, 4, 1, tc.cores, Link{Rate: 100e6}, 15*time.Microsecond)
+		again, err := DeriveProfile(out, 4, 1, tc.cores, Link{Rate: 100e6}, 15*time.Microsecond, 1)
 		if err != nil || string(again) != string(out) {
 			t.Errorf("deriving twice differs (%v):\n%s\n---\n%s", err, out, again)
 		}
 	}
-	if _, err := DeriveProfile([]byte("name: x\nnode:\n  gpus: 1\n"), 4, 1, 2, Link{Rate: 1e9}, 0); err == nil || !strings.Contains(err.Error(), "host_cores") {
+	// A co-location efficiency scales the shared cores, and says so.
+	out, err := DeriveProfile(src, 4, 1, 1, Link{Rate: 1e9}, 0, 0.4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := sim.ParseProfile("derived", out); err != nil || p.Node.HostCores != 0.4 {
+		t.Errorf("efficiency 0.4 on 1 core: %v host cores (%v), want 0.4", p.Node.HostCores, err)
+	}
+	if !strings.Contains(string(out), "co-location efficiency") {
+		t.Errorf("the derived host_cores line does not say it was scaled:\n%s", out)
+	}
+	for _, eff := range []float64{0, -1, 1.5} {
+		if _, err := DeriveProfile(src, 4, 1, 1, Link{Rate: 1e9}, 0, eff); err == nil {
+			t.Errorf("efficiency %v accepted", eff)
+		}
+	}
+	if _, err := DeriveProfile([]byte("name: x\nnode:\n  gpus: 1\n"), 4, 1, 2, Link{Rate: 1e9}, 0, 1); err == nil || !strings.Contains(err.Error(), "host_cores") {
 		t.Errorf("profile without host_cores: err %v, want one naming host_cores", err)
+	}
+}
+
+// The co-location measurement runs real peers of the binary: efficiencies
+// are positive, one process alone is measured against itself, and a peer
+// fails clearly on a bad duration.
+func TestMeasureColocation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the binary and runs peers for a few seconds")
+	}
+	exe := gostachioBin(t)
+	one, err := MeasureColocation(context.Background(), ColocationOptions{Exe: exe, Nodes: 1, Duration: 300 * time.Millisecond, Rounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if one.Efficiency != 1 || len(one.Alone) != 1 || one.Alone[0] <= 0 {
+		t.Errorf("one process: %+v, want efficiency 1 from one positive rate", one)
+	}
+	two, err := MeasureColocation(context.Background(), ColocationOptions{Exe: exe, Nodes: 2, Duration: 300 * time.Millisecond, Rounds: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(two.Together) != 1 || !(two.Efficiency > 0) {
+		t.Errorf("two processes: %+v, want a positive efficiency", two)
+	}
+	t.Logf("2 processes: efficiency %.3f", two.Efficiency)
+	if err := RunColocatePeer(context.Background(), 0, strings.NewReader(""), io.Discard); err == nil {
+		t.Error("a peer with duration 0 ran")
 	}
 }

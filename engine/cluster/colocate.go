@@ -1,0 +1,235 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"runtime"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gostachio/engine"
+	"gostachio/internal/stats"
+	"gostachio/kernels/cpu"
+	"gostachio/plan"
+)
+
+// Co-location efficiency (`gostachio cluster bench-sim`, before deriving
+// the simulated profile): how much of this machine's compute N worker
+// processes get when they share it, against one process alone. The
+// simulator shares a machine's cores max-min fairly among its nodes
+// (node.shared_machine) but prices each kernel at its single-process
+// speed; N processes of the engine, each with its own heap, threads and
+// caches, do not get that speed back. Measured here: 4 processes running
+// the kernel loop below on 2 vCPUs of a paravirtualized guest did 39-51%
+// of the work of one process with the same threads in total (context
+// switches between 8 runnable threads, each heap faulting in its own
+// memory, caches shared four ways).
+//
+// The measurement is a micro-benchmark like those of `calibrate --micro`:
+// one hash build and probe loop (no query, no dataset), run by one process
+// and then by N at once, alternating, Rounds times each.
+
+// ColocationOptions configure MeasureColocation.
+type ColocationOptions struct {
+	// Exe is this binary (the peers run `Exe cluster colocate-peer`).
+	Exe string
+	// Nodes processes share the machine in the second measurement.
+	Nodes int
+	// Duration of each measurement; Rounds of each, alternating.
+	Duration time.Duration
+	Rounds   int
+}
+
+// ColocationResult is the measurement: kernel-loop iterations per second,
+// of one process alone and summed over Nodes processes at once, per round,
+// and their medians' ratio.
+type ColocationResult struct {
+	Nodes      int       `json:"nodes"`
+	Alone      []float64 `json:"alone_per_s"`
+	Together   []float64 `json:"together_per_s"`
+	Efficiency float64   `json:"efficiency"`
+}
+
+// MeasureColocation runs the kernel loop in one process, then in o.Nodes
+// processes started together, o.Rounds times each, and returns the
+// efficiency median(together) / median(alone).
+func MeasureColocation(ctx context.Context, o ColocationOptions) (ColocationResult, error) {
+	if o.Nodes < 1 || o.Duration <= 0 {
+		return ColocationResult{}, fmt.Errorf("cluster: co-location: need nodes >= 1 and a duration")
+	}
+	if o.Rounds < 1 {
+		o.Rounds = 3
+	}
+	res := ColocationResult{Nodes: o.Nodes}
+	counts := []int{1, o.Nodes}
+	if o.Nodes == 1 {
+		counts = counts[:1]
+	}
+	for range o.Rounds {
+		for _, n := range counts {
+			rate, err := colocateRound(ctx, o.Exe, n, o.Duration)
+			if err != nil {
+				return res, err
+			}
+			if n == 1 {
+				res.Alone = append(res.Alone, rate)
+			} else {
+				res.Together = append(res.Together, rate)
+			}
+		}
+	}
+	if o.Nodes == 1 {
+		res.Together = res.Alone
+	}
+	alone := stats.Median(res.Alone)
+	if alone <= 0 {
+		return res, fmt.Errorf("cluster: co-location: the kernel loop made no progress alone")
+	}
+	res.Efficiency = stats.Median(res.Together) / alone
+	return res, nil
+}
+
+// colocateRound starts n peers, lets them all set up, starts them at once
+// and returns their summed iterations per second.
+func colocateRound(ctx context.Context, exe string, n int, d time.Duration) (float64, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	type peer struct {
+		cmd  *exec.Cmd
+		in   io.WriteCloser
+		out  *bufio.Reader
+		errb bytes.Buffer
+	}
+	peers := make([]*peer, n)
+	// On an early return the peers still wait for stdin: killed first.
+	defer func() {
+		cancel()
+		for _, p := range peers {
+			if p != nil {
+				p.cmd.Wait()
+			}
+		}
+	}()
+	for i := range peers {
+		p := &peer{cmd: exec.CommandContext(ctx, exe, "cluster", "colocate-peer", "--duration", d.String())}
+		p.cmd.Stderr = &p.errb
+		in, err := p.cmd.StdinPipe()
+		if err != nil {
+			return 0, err
+		}
+		out, err := p.cmd.StdoutPipe()
+		if err != nil {
+			return 0, err
+		}
+		if err := p.cmd.Start(); err != nil {
+			return 0, fmt.Errorf("cluster: co-location peer: %w", err)
+		}
+		p.in, p.out = in, bufio.NewReader(out)
+		peers[i] = p
+	}
+	failed := func(p *peer, err error) error {
+		return fmt.Errorf("cluster: co-location peer: %v %s", err, strings.TrimSpace(p.errb.String()))
+	}
+	for _, p := range peers {
+		if line, err := p.out.ReadString('\n'); err != nil || strings.TrimSpace(line) != "ready" {
+			return 0, failed(p, fmt.Errorf("not ready (%q, %v)", line, err))
+		}
+	}
+	for _, p := range peers {
+		p.in.Close()
+	}
+	var total float64
+	for _, p := range peers {
+		var r colocateReport
+		if err := json.NewDecoder(p.out).Decode(&r); err != nil || r.Seconds <= 0 {
+			return 0, failed(p, fmt.Errorf("unreadable report (%v)", err))
+		}
+		total += float64(r.Iterations) / r.Seconds
+	}
+	return total, nil
+}
+
+// colocateReport is one peer's count.
+type colocateReport struct {
+	Iterations int64   `json:"iterations"`
+	Seconds    float64 `json:"seconds"`
+}
+
+// RunColocatePeer is one process of the measurement (the hidden `gostachio
+// cluster colocate-peer`): it builds its inputs, writes "ready", waits
+// for stdin to end, runs the kernel loop on every core it has (as a
+// worker's kernels do, with the workers' garbage collector settings) for
+// d and writes a colocateReport as JSON.
+func RunColocatePeer(ctx context.Context, d time.Duration, stdin io.Reader, stdout io.Writer) error {
+	if d <= 0 {
+		return fmt.Errorf("cluster: colocate-peer: duration %v", d)
+	}
+	defer engine.TuneGC()()
+	build, probe := colocateInputs()
+	if _, err := fmt.Fprintln(stdout, "ready"); err != nil {
+		return err
+	}
+	io.Copy(io.Discard, stdin)
+	var n atomic.Int64
+	var firstErr error
+	var once sync.Once
+	start := time.Now()
+	end := start.Add(d)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Go(func() {
+			for time.Now().Before(end) && ctx.Err() == nil {
+				if err := colocateIteration(build, probe); err != nil {
+					once.Do(func() { firstErr = err })
+					return
+				}
+				n.Add(1)
+			}
+		})
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return fmt.Errorf("cluster: colocate-peer: %w", firstErr)
+	}
+	return json.NewEncoder(stdout).Encode(colocateReport{Iterations: n.Load(), Seconds: time.Since(start).Seconds()})
+}
+
+// colocateInputs are a build side of 256 Ki keys (every 4th integer, with
+// a payload) and a probe side of 1 Mi keys of which a quarter match.
+func colocateInputs() (build, probe *cpu.Batch) {
+	const nb, np = 1 << 18, 1 << 20
+	bk, bv := make([]int64, nb), make([]int64, nb)
+	for i := range bk {
+		bk[i], bv[i] = int64(4*i), int64(i)
+	}
+	pk, pv := make([]int64, np), make([]int64, np)
+	for i := range pk {
+		pk[i], pv[i] = int64(i*7919%(4*nb)), int64(i)
+	}
+	build = &cpu.Batch{Rows: nb, Names: []string{"k", "v"}, Cols: []cpu.Vec{{Type: cpu.TInt64, I64: bk}, {Type: cpu.TInt64, I64: bv}}}
+	probe = &cpu.Batch{Rows: np, Names: []string{"pk", "pv"}, Cols: []cpu.Vec{{Type: cpu.TInt64, I64: pk}, {Type: cpu.TInt64, I64: pv}}}
+	return build, probe
+}
+
+// colocateIteration is one hash build and inner-join probe (fresh outputs,
+// as the engine's kernels allocate them).
+func colocateIteration(build, probe *cpu.Batch) error {
+	h, err := cpu.BuildHashTable(build, []string{"k"})
+	if err != nil {
+		return err
+	}
+	out, err := h.Probe(probe, []string{"pk"}, plan.JoinInner, []string{"v"})
+	if err != nil {
+		return err
+	}
+	if out.Rows != probe.Rows/4 {
+		return fmt.Errorf("probe matched %d rows, want %d", out.Rows, probe.Rows/4)
+	}
+	return nil
+}
