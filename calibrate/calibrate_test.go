@@ -190,6 +190,30 @@ func TestKendallTau(t *testing.T) {
 	}
 }
 
+// A pair counts only when the engine's rounds separate it: a (1.0–1.2 s)
+// and b (2.0–2.2 s) are separated, c (1.1–2.1 s) overlaps both; the
+// simulator ranks b below a (reversed) and c anywhere.
+func TestPairOrder(t *testing.T) {
+	mk := func(sim float64, rounds ...float64) Case {
+		return Case{Sim: sim, Engine: rounds[len(rounds)/2], EngineRounds: rounds}
+	}
+	a := mk(3, 1.0, 1.1, 1.2)
+	b := mk(2, 2.0, 2.1, 2.2)
+	c := mk(9, 1.1, 1.6, 2.1)
+	if got, want := pairOrder([]Case{a, b, c}), (PairOrder{Pairs: 3, Separated: 1, Reversed: 1}); got != want {
+		t.Errorf("pairOrder = %+v, want %+v", got, want)
+	}
+	b.Sim = 4
+	if got, want := pairOrder([]Case{a, b, c}), (PairOrder{Pairs: 3, Separated: 1}); got != want {
+		t.Errorf("same order: %+v, want %+v", got, want)
+	}
+	r := &Report{Queries: []string{"q1", "q2", "q3"}, Order: map[string]PairOrder{
+		"q1": {Pairs: 1, Separated: 1}, "q2": {Pairs: 1, Separated: 1, Reversed: 1}, "q3": {Pairs: 1}}}
+	if same, decided := r.SameOrder(); same != 2 || decided != 2 {
+		t.Errorf("SameOrder = %d, %d; want 2 same (q1, q3), 2 with a separated pair (q1, q2)", same, decided)
+	}
+}
+
 func TestSamplesBadInput(t *testing.T) {
 	_, err := ReadSamples(strings.NewReader("component,op,case,bytes,rows,depth,tasks,ns\nkernel,filter,x,1,2,0,0,abc\n"))
 	if err == nil || !strings.Contains(err.Error(), "line 2") {

@@ -75,10 +75,61 @@ type Report struct {
 	MedianAbs, P90Abs, MaxAbs float64
 	// Tau is Kendall's τ per query between the engine's and the
 	// simulator's times over the query's cases (1: same ranking).
-	Tau     map[string]float64
+	Tau map[string]float64
+	// Order is, per query, how the simulator orders the pairs of cases
+	// that the engine tells apart (their runs' median intervals disjoint).
+	Order   map[string]PairOrder
 	Queries []string
 	// Figure lists the figure files written (Out).
 	Figure []string
+}
+
+// PairOrder counts a query's pairs of cases: Separated are those whose
+// engine medians' intervals (experiments.MedianRankCI at 95%; with fewer
+// than 6 rounds, the range of the rounds) do not overlap, so the engine
+// ranks them beyond its noise; Reversed are those of them the simulator
+// orders the other way. A pair inside the noise ranks neither way.
+type PairOrder struct {
+	Pairs, Separated, Reversed int
+}
+
+// SameOrder counts the queries where the simulator orders every pair the
+// engine separates as the engine does, and how many of them have such a
+// pair at all (the others' cases are all within the engine's noise).
+func (r *Report) SameOrder() (same, decided int) {
+	for _, q := range r.Queries {
+		o := r.Order[q]
+		if o.Reversed == 0 {
+			same++
+		}
+		if o.Separated > 0 {
+			decided++
+		}
+	}
+	return same, decided
+}
+
+// pairOrder compares the query's cases pairwise (see PairOrder).
+func pairOrder(cases []Case) PairOrder {
+	var o PairOrder
+	ci := make([]experiments.MedianInterval, len(cases))
+	for i, c := range cases {
+		ci[i] = experiments.MedianRankCI(c.EngineRounds, 0.95)
+	}
+	for i := range cases {
+		for j := i + 1; j < len(cases); j++ {
+			o.Pairs++
+			a, b := ci[i], ci[j]
+			if a.Hi >= b.Lo && b.Hi >= a.Lo {
+				continue
+			}
+			o.Separated++
+			if sign(cases[i].Engine-cases[j].Engine)*sign(cases[i].Sim-cases[j].Sim) < 0 {
+				o.Reversed++
+			}
+		}
+	}
+	return o
 }
 
 // SameRanking counts the queries whose τ is 1.
@@ -191,7 +242,7 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 			fmt.Fprintf(logw, "round %d %s %s %s: engine %.3f s\n", r+1, c.Query, c.Policy, c.Set, res.Wall.Seconds())
 		}
 	}
-	rep := &Report{Profile: prof.Name, Cases: cases, Tau: map[string]float64{}, Queries: names}
+	rep := &Report{Profile: prof.Name, Cases: cases, Tau: map[string]float64{}, Order: map[string]PairOrder{}, Queries: names}
 	var abs []float64
 	for i := range cases {
 		c := &cases[i]
@@ -202,12 +253,15 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	rep.MedianAbs, rep.P90Abs, rep.MaxAbs = quantile(abs, 0.5), quantile(abs, 0.9), abs[len(abs)-1]
 	for _, q := range names {
 		var e, s []float64
+		var qc []Case
 		for _, c := range cases {
 			if c.Query == q {
 				e, s = append(e, c.Engine), append(s, c.Sim)
+				qc = append(qc, c)
 			}
 		}
 		rep.Tau[q] = KendallTau(e, s)
+		rep.Order[q] = pairOrder(qc)
 	}
 	if opts.Out != "" {
 		if err := writeValidation(rep, opts, prof.Name, sf, started, logw); err != nil {
@@ -272,6 +326,14 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, " %s %.2f", q, r.Tau[q])
 	}
 	fmt.Fprintf(&b, "\nsame ranking: %d of %d queries\n", r.SameRanking(), len(r.Queries))
+	fmt.Fprintf(&b, "pairs of cases the engine separates (median intervals disjoint) / reversed by the simulator:")
+	for _, q := range r.Queries {
+		o := r.Order[q]
+		fmt.Fprintf(&b, " %s %d/%d", q, o.Separated, o.Reversed)
+	}
+	same, decided := r.SameOrder()
+	fmt.Fprintf(&b, "\nsame order of the separated pairs: %d of %d queries (%d with a separated pair; the others' cases are within the engine's noise)\n",
+		same, len(r.Queries), decided)
 	for _, f := range r.Figure {
 		fmt.Fprintf(&b, "figure: %s\n", f)
 	}
