@@ -6,6 +6,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"unsafe"
+
+	"gostachio/internal/dirtmake"
 )
 
 // Receive buffers. The large column sections of an inbound frame are read
@@ -83,7 +85,8 @@ func (p *recvPool) get(n int) []byte {
 		return b[:n]
 	}
 	p.mu.Unlock()
-	return make([]byte, n, 1<<(c+recvMinShift))
+	// Not zeroed: the frame's read overwrites the n bytes.
+	return dirtmake.Bytes(1 << (c + recvMinShift))[:n]
 }
 
 // put takes back a buffer from get.

@@ -3,6 +3,8 @@ package cpu
 import (
 	"fmt"
 	"math"
+
+	"gostachio/internal/dirtmake"
 )
 
 // Gather returns a new batch holding rows sel of b, in sel order (sel may
@@ -35,9 +37,10 @@ func GatherVec(v *Vec, sel []int32) Vec {
 	return out
 }
 
-// gthFixed gathers a fixed-width slice.
-func gthFixed[T any](src []T, sel []int32) []T {
-	out := make([]T, len(sel))
+// gthFixed gathers a fixed-width slice (into unzeroed memory: every
+// element is written).
+func gthFixed[T dirtmake.Fixed](src []T, sel []int32) []T {
+	out := dirtmake.Slice[T](len(sel))
 	for i, s := range sel {
 		out[i] = src[s]
 	}
@@ -119,22 +122,22 @@ func Concat(bs []*Batch) (*Batch, error) {
 		o := Vec{Type: first.Cols[c].Type, Scale: first.Cols[c].Scale}
 		switch o.Type {
 		case TInt64, TDecimal:
-			o.I64 = make([]int64, 0, rows)
+			o.I64 = dirtmake.Slice[int64](rows)[:0]
 			for _, b := range bs {
 				o.I64 = append(o.I64, b.Cols[c].I64...)
 			}
 		case TInt32, TDate:
-			o.I32 = make([]int32, 0, rows)
+			o.I32 = dirtmake.Slice[int32](rows)[:0]
 			for _, b := range bs {
 				o.I32 = append(o.I32, b.Cols[c].I32...)
 			}
 		case TFloat64:
-			o.F64 = make([]float64, 0, rows)
+			o.F64 = dirtmake.Slice[float64](rows)[:0]
 			for _, b := range bs {
 				o.F64 = append(o.F64, b.Cols[c].F64...)
 			}
 		case TBool:
-			o.B = make([]bool, 0, rows)
+			o.B = dirtmake.Slice[bool](rows)[:0]
 			for _, b := range bs {
 				o.B = append(o.B, b.Cols[c].B...)
 			}
@@ -148,8 +151,9 @@ func Concat(bs []*Batch) (*Batch, error) {
 			if total > math.MaxInt32 {
 				return nil, fmt.Errorf("cpu: Concat: column %s would hold %d string bytes, over the int32 offsets", first.Names[c], total)
 			}
-			o.Off = make([]int32, 1, rows+1)
-			o.Str = make([]byte, 0, total)
+			o.Off = dirtmake.Slice[int32](rows + 1)[:1]
+			o.Off[0] = 0
+			o.Str = dirtmake.Bytes(int(total))[:0]
 			for _, b := range bs {
 				v := &b.Cols[c]
 				if b.Rows == 0 {

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sync/atomic"
 	"unsafe"
+
+	"gostachio/internal/dirtmake"
 )
 
 // Heap is an Allocator of page-aligned buffers on the Go heap. The last
@@ -23,13 +25,15 @@ var _ Allocator = (*Heap)(nil)
 // NewHeap returns a Heap allocator.
 func NewHeap() *Heap { return &Heap{} }
 
-// Alloc implements Allocator: size bytes (zeroed), aligned to PageSize.
+// Alloc implements Allocator: size bytes, aligned to PageSize. The memory
+// is not zeroed (the Allocator contract): a read overwrites it, and
+// zeroing it first was a full pass over every byte the engine reads.
 func (h *Heap) Alloc(size int) (*Buffer, error) {
 	if size < 0 {
 		return nil, fmt.Errorf("engine/storage/alloc: alloc %d bytes: %w", size, ErrTooLarge)
 	}
 	n := int(roundUp(int64(max(size, 1)), PageSize))
-	raw := make([]byte, n+PageSize)
+	raw := dirtmake.Bytes(n + PageSize)
 	off := 0
 	if r := int(uintptr(unsafe.Pointer(&raw[0])) % PageSize); r != 0 {
 		off = PageSize - r
