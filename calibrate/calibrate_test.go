@@ -214,6 +214,29 @@ func TestPairOrder(t *testing.T) {
 	}
 }
 
+// A point's sample is the median of its passes; passes that measured
+// different points are an error.
+func TestMedianOfPasses(t *testing.T) {
+	pass := func(a, b int64) []Sample {
+		return []Sample{{Op: "filter", Case: "x", Ns: a}, {Op: "sort", Case: "y", Ns: b}}
+	}
+	got, err := medianOfPasses([][]Sample{pass(100, 7), pass(300, 5), pass(200, 9)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got[0].Ns != 200 || got[1].Ns != 7 || got[0].Case != "x" {
+		t.Errorf("medians %d, %d (%q), want 200, 7 (x)", got[0].Ns, got[1].Ns, got[0].Case)
+	}
+	bad := pass(1, 2)
+	bad[1].Case = "z"
+	if _, err := medianOfPasses([][]Sample{pass(1, 2), bad}); err == nil || !strings.Contains(err.Error(), "pass 2") {
+		t.Errorf("mismatched passes: err %v, want one naming pass 2", err)
+	}
+	if _, err := medianOfPasses([][]Sample{pass(1, 2), pass(1, 2)[:1]}); err == nil {
+		t.Error("passes of different lengths accepted")
+	}
+}
+
 func TestSamplesBadInput(t *testing.T) {
 	_, err := ReadSamples(strings.NewReader("component,op,case,bytes,rows,depth,tasks,ns\nkernel,filter,x,1,2,0,0,abc\n"))
 	if err == nil || !strings.Contains(err.Error(), "line 2") {

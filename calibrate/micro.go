@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"runtime"
@@ -15,6 +16,7 @@ import (
 	"gostachio/dataset"
 	"gostachio/engine"
 	"gostachio/engine/storage"
+	"gostachio/internal/stats"
 	"gostachio/kernels/cpu"
 	"gostachio/plan"
 	"gostachio/tpch"
@@ -33,6 +35,13 @@ type MicroOptions struct {
 	// Reps is the timed repetitions per kernel point, after an untimed
 	// one; the sample is their mean (default 5).
 	Reps int
+	// Passes is how many times the kernel points are measured, one whole
+	// pass after the other; a point's sample is the median of its passes
+	// (default 3; 1 with Quick). On a shared VM a kernel's speed drifts
+	// by 2x over minutes (the same q1 aggregate measured 100 and 230
+	// ns/row in two runs a minute apart): a single pass fits whichever
+	// phase the machine was in.
+	Passes int
 	// Quick measures few, small points (tests): seconds instead of a
 	// minute.
 	Quick bool
@@ -71,20 +80,60 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 	out = append(out, rs...)
 	fmt.Fprintln(logw, "calibrate: task dispatch")
 	out = append(out, microLaunch())
-	m := &micro{ds: ds, reps: opts.Reps, quick: opts.Quick, batches: map[string]*cpu.Batch{}}
-	fmt.Fprintln(logw, "calibrate: h2d decode")
-	if err := m.h2d(); err != nil {
+	passes := opts.Passes
+	if passes <= 0 {
+		passes = 3
+		if opts.Quick {
+			passes = 1
+		}
+	}
+	batches := map[string]*cpu.Batch{}
+	var runs [][]Sample
+	for pass := 1; pass <= passes; pass++ {
+		m := &micro{ds: ds, reps: opts.Reps, quick: opts.Quick, batches: batches}
+		fmt.Fprintf(logw, "calibrate: pass %d of %d: h2d decode\n", pass, passes)
+		if err := m.h2d(); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(logw, "calibrate: pass %d of %d: kernels of the plans' operators\n", pass, passes)
+		if err := m.planOps(ctx); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(logw, "calibrate: pass %d of %d: hash builds, probes, sorts\n", pass, passes)
+		if err := m.joinsAndSorts(); err != nil {
+			return nil, err
+		}
+		runs = append(runs, m.out)
+	}
+	merged, err := medianOfPasses(runs)
+	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintln(logw, "calibrate: kernels of the plans' operators")
-	if err := m.planOps(ctx); err != nil {
-		return nil, err
+	return append(out, merged...), nil
+}
+
+// medianOfPasses merges the passes' samples point by point (same order in
+// every pass): the first pass's sample with the median of the passes' ns.
+func medianOfPasses(runs [][]Sample) ([]Sample, error) {
+	if len(runs) == 0 {
+		return nil, nil
 	}
-	fmt.Fprintln(logw, "calibrate: hash builds, probes, sorts")
-	if err := m.joinsAndSorts(); err != nil {
-		return nil, err
+	out := slices.Clone(runs[0])
+	for _, r := range runs[1:] {
+		if len(r) != len(out) {
+			return nil, fmt.Errorf("calibrate: passes measured %d and %d kernel points", len(out), len(r))
+		}
 	}
-	out = append(out, m.out...)
+	ns := make([]float64, len(runs))
+	for i := range out {
+		for k, r := range runs {
+			if r[i].Case != out[i].Case || r[i].Op != out[i].Op {
+				return nil, fmt.Errorf("calibrate: pass %d measured %s %q where pass 1 measured %s %q", k+1, r[i].Op, r[i].Case, out[i].Op, out[i].Case)
+			}
+			ns[k] = float64(r[i].Ns)
+		}
+		out[i].Ns = int64(math.Round(stats.Median(ns)))
+	}
 	return out, nil
 }
 

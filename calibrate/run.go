@@ -20,10 +20,12 @@ type Options struct {
 	FromSamples string
 	Traces      string
 	// Data is the dataset the micro-benchmarks read (Micro).
-	Data  string
-	Seed  uint64
-	Reps  int
-	Quick bool
+	Data string
+	Seed uint64
+	Reps int
+	// Passes over the kernel points (MicroOptions.Passes).
+	Passes int
+	Quick  bool
 	// Out is the profile to write; from micro-benchmarks and traces also
 	// SamplesPath(Out).
 	Out  string
@@ -68,7 +70,7 @@ func Calibrate(ctx context.Context, opts Options, stdout, stderr io.Writer) erro
 			return fmt.Errorf("calibrate: --micro needs --data DIR (a dataset: its lineitem file is read, its tables feed the kernels)")
 		}
 		pv.Source = "micro-benchmarks"
-		samples, err = RunMicro(ctx, MicroOptions{Data: opts.Data, Seed: opts.Seed, Reps: opts.Reps, Quick: opts.Quick, Log: stderr})
+		samples, err = RunMicro(ctx, MicroOptions{Data: opts.Data, Seed: opts.Seed, Reps: opts.Reps, Passes: opts.Passes, Quick: opts.Quick, Log: stderr})
 	case opts.FromSamples != "":
 		pv.Source = "micro-benchmarks"
 		samples, err = ReadSamplesFile(opts.FromSamples)
