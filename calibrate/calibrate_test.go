@@ -190,22 +190,26 @@ func TestKendallTau(t *testing.T) {
 	}
 }
 
-// A pair counts only when the engine's rounds separate it: a (1.0–1.2 s)
+// A pair counts only when the engine's 5 rounds separate it: a (1.0–1.2 s)
 // and b (2.0–2.2 s) are separated, c (1.1–2.1 s) overlaps both; the
 // simulator ranks b below a (reversed) and c anywhere.
 func TestPairOrder(t *testing.T) {
 	mk := func(sim float64, rounds ...float64) Case {
 		return Case{Sim: sim, Engine: rounds[len(rounds)/2], EngineRounds: rounds}
 	}
-	a := mk(3, 1.0, 1.1, 1.2)
-	b := mk(2, 2.0, 2.1, 2.2)
-	c := mk(9, 1.1, 1.6, 2.1)
+	a := mk(3, 1.0, 1.05, 1.1, 1.15, 1.2)
+	b := mk(2, 2.0, 2.05, 2.1, 2.15, 2.2)
+	c := mk(9, 1.1, 1.3, 1.6, 1.9, 2.1)
 	if got, want := pairOrder([]Case{a, b, c}), (PairOrder{Pairs: 3, Separated: 1, Reversed: 1}); got != want {
 		t.Errorf("pairOrder = %+v, want %+v", got, want)
 	}
 	b.Sim = 4
 	if got, want := pairOrder([]Case{a, b, c}), (PairOrder{Pairs: 3, Separated: 1}); got != want {
 		t.Errorf("same order: %+v, want %+v", got, want)
+	}
+	// Three rounds say nothing about the noise: no pair counts.
+	if got := pairOrder([]Case{mk(3, 1, 1.1, 1.2), mk(2, 2, 2.1, 2.2)}); got.Separated != 0 {
+		t.Errorf("3 rounds each: %+v, want no separated pair", got)
 	}
 	r := &Report{Queries: []string{"q1", "q2", "q3"}, Order: map[string]PairOrder{
 		"q1": {Pairs: 1, Separated: 1}, "q2": {Pairs: 1, Separated: 1, Reversed: 1}, "q3": {Pairs: 1}}}

@@ -88,7 +88,9 @@ type Report struct {
 // engine medians' intervals (experiments.MedianRankCI at 95%; with fewer
 // than 6 rounds, the range of the rounds) do not overlap, so the engine
 // ranks them beyond its noise; Reversed are those of them the simulator
-// orders the other way. A pair inside the noise ranks neither way.
+// orders the other way. A pair inside the noise ranks neither way, and so
+// does a pair of cases with fewer than minSeparationRounds rounds (their
+// range covers the median with less than 90% probability).
 type PairOrder struct {
 	Pairs, Separated, Reversed int
 }
@@ -109,6 +111,11 @@ func (r *Report) SameOrder() (same, decided int) {
 	return same, decided
 }
 
+// minSeparationRounds is the fewest engine rounds from which a case's
+// interval says anything: the range of 5 runs holds the median with
+// probability 1 − 2/32 = 94%, of 3 runs only 75%.
+const minSeparationRounds = 5
+
 // pairOrder compares the query's cases pairwise (see PairOrder).
 func pairOrder(cases []Case) PairOrder {
 	var o PairOrder
@@ -120,7 +127,7 @@ func pairOrder(cases []Case) PairOrder {
 		for j := i + 1; j < len(cases); j++ {
 			o.Pairs++
 			a, b := ci[i], ci[j]
-			if a.Hi >= b.Lo && b.Hi >= a.Lo {
+			if a.N < minSeparationRounds || b.N < minSeparationRounds || (a.Hi >= b.Lo && b.Hi >= a.Lo) {
 				continue
 			}
 			o.Separated++
@@ -326,7 +333,7 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, " %s %.2f", q, r.Tau[q])
 	}
 	fmt.Fprintf(&b, "\nsame ranking: %d of %d queries\n", r.SameRanking(), len(r.Queries))
-	fmt.Fprintf(&b, "pairs of cases the engine separates (median intervals disjoint) / reversed by the simulator:")
+	fmt.Fprintf(&b, "pairs of cases the engine separates (median intervals disjoint; needs %d+ rounds) / reversed by the simulator:", minSeparationRounds)
 	for _, q := range r.Queries {
 		o := r.Order[q]
 		fmt.Fprintf(&b, " %s %d/%d", q, o.Separated, o.Reversed)
