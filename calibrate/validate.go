@@ -339,8 +339,16 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, " %s %d/%d", q, o.Separated, o.Reversed)
 	}
 	same, decided := r.SameOrder()
-	fmt.Fprintf(&b, "\nsame order of the separated pairs: %d of %d queries (%d with a separated pair; the others' cases are within the engine's noise)\n",
-		same, len(r.Queries), decided)
+	fewest := minSeparationRounds
+	for _, c := range r.Cases {
+		fewest = min(fewest, len(c.EngineRounds))
+	}
+	why := "the others' cases are within the engine's noise"
+	if fewest < minSeparationRounds {
+		why = fmt.Sprintf("cases of %d rounds separate no pair: run %d+", fewest, minSeparationRounds)
+	}
+	fmt.Fprintf(&b, "\nsame order of the separated pairs: %d of %d queries (%d with a separated pair; %s)\n",
+		same, len(r.Queries), decided, why)
 	for _, f := range r.Figure {
 		fmt.Fprintf(&b, "figure: %s\n", f)
 	}
