@@ -93,7 +93,7 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 			if _, err := plan.ParseOpKind(s.Op); err != nil {
 				return nil, fmt.Errorf("calibrate: sample %q: %w", s.Case, err)
 			}
-			ops[s.Op] = append(ops[s.Op], costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns), Terms: s.Terms, Out: float64(s.Out), Table: float64(s.Table)})
+			ops[s.Op] = append(ops[s.Op], costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns), Terms: s.Terms, StrTerms: s.StrTerms, Out: float64(s.Out), Table: float64(s.Table)})
 		default:
 			return nil, fmt.Errorf("calibrate: sample %q has unknown component %q", s.Case, s.Component)
 		}
@@ -156,6 +156,9 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 		}
 		costs[k] = c
 		params := fmt.Sprintf("fixed %s bytes %s rows %s terms %s out %s", c.Fixed, rateText(c.ByteRate), countText(c.RowRate), termText(c.TermRate), rateText(c.OutRate))
+		if c.StrTermRate > 0 {
+			params += " str-terms " + termText(c.StrTermRate)
+		}
 		if c.Miss > 0 {
 			params += fmt.Sprintf(" miss %s/row past %.1fMiB", c.Miss, float64(c.Cache)/(1<<20))
 		}
@@ -189,8 +192,11 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	for _, k := range names {
 		c := costs[k]
 		miss := ""
+		if c.StrTermRate > 0 {
+			miss = fmt.Sprintf(", str_terms: %s", num(float64(c.StrTermRate)))
+		}
 		if c.Miss > 0 {
-			miss = fmt.Sprintf(", miss: %dns, cache: %d", c.Miss, c.Cache)
+			miss += fmt.Sprintf(", miss: %dns, cache: %d", c.Miss, c.Cache)
 		}
 		fmt.Fprintf(&y, "    %s: {fixed: %dns, bytes: %s, rows: %s, terms: %s, out: %s%s}\n", k, c.Fixed, num(float64(c.ByteRate)), num(float64(c.RowRate)), num(float64(c.TermRate)), num(float64(c.OutRate)), miss)
 	}

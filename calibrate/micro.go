@@ -570,6 +570,7 @@ func (m *micro) walk(p *plan.Plan, pi int, b *cpu.Batch, devices int, final bool
 			ns, err = m.time(func() (e error) { st, e = fold(op, in); return })
 			if err == nil {
 				m.add(op.Kind, op.Terms(), label, in, ns)
+				m.out[len(m.out)-1].StrTerms = op.StrTerms()
 				if final {
 					err = m.aggFinal(p, pi, st, devices)
 				}
@@ -588,6 +589,7 @@ func (m *micro) walk(p *plan.Plan, pi int, b *cpu.Batch, devices int, final bool
 		} else {
 			m.addOut(op.Kind, op.Terms(), label, in, b, ns)
 		}
+		m.out[len(m.out)-1].StrTerms = op.StrTerms()
 		if b == nil || b.Rows == 0 || op.Kind == plan.OpShuffle {
 			return nil
 		}

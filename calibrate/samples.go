@@ -41,8 +41,9 @@ type Sample struct {
 	Depth, Tasks int
 	// Ns is the measured time (the mean over repetitions for kernels).
 	Ns int64
-	// Terms is a kernel's expression terms per row (plan.Op.Terms).
-	Terms float64
+	// Terms is a kernel's expression terms per row (plan.Op.Terms),
+	// StrTerms the part of them on strings (plan.Op.StrTerms).
+	Terms, StrTerms float64
 	// Out is the bytes a kernel wrote (0 where not measured).
 	Out int64
 	// Table is a probe's working set: the input bytes of the hash table
@@ -50,7 +51,7 @@ type Sample struct {
 	Table int64
 }
 
-var sampleHeader = []string{"component", "op", "case", "bytes", "rows", "depth", "tasks", "ns", "terms", "out", "table"}
+var sampleHeader = []string{"component", "op", "case", "bytes", "rows", "depth", "tasks", "ns", "terms", "out", "table", "str_terms"}
 
 // WriteSamples writes samples as CSV with a header.
 func WriteSamples(w io.Writer, samples []Sample) error {
@@ -58,7 +59,7 @@ func WriteSamples(w io.Writer, samples []Sample) error {
 	cw.Write(sampleHeader)
 	for _, s := range samples {
 		cw.Write([]string{s.Component, s.Op, s.Case, strconv.FormatInt(s.Bytes, 10), strconv.FormatInt(s.Rows, 10),
-			strconv.Itoa(s.Depth), strconv.Itoa(s.Tasks), strconv.FormatInt(s.Ns, 10), strconv.FormatFloat(s.Terms, 'g', -1, 64), strconv.FormatInt(s.Out, 10), strconv.FormatInt(s.Table, 10)})
+			strconv.Itoa(s.Depth), strconv.Itoa(s.Tasks), strconv.FormatInt(s.Ns, 10), strconv.FormatFloat(s.Terms, 'g', -1, 64), strconv.FormatInt(s.Out, 10), strconv.FormatInt(s.Table, 10), strconv.FormatFloat(s.StrTerms, 'g', -1, 64)})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -72,10 +73,10 @@ func ReadSamples(r io.Reader) ([]Sample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: samples: header: %w", err)
 	}
-	// Samples written before the terms, out and table columns have one
-	// to three columns less.
+	// Samples written before the terms, out, table and str_terms columns
+	// have one to four columns less.
 	cols := len(sampleHeader)
-	if len(head) >= cols-3 && len(head) < cols {
+	if len(head) >= cols-4 && len(head) < cols {
 		cols = len(head)
 	}
 	cr.FieldsPerRecord = cols
@@ -104,7 +105,7 @@ func ReadSamples(r io.Reader) ([]Sample, error) {
 		s.Depth, e[2] = strconv.Atoi(rec[5])
 		s.Tasks, e[3] = strconv.Atoi(rec[6])
 		s.Ns, e[4] = strconv.ParseInt(rec[7], 10, 64)
-		var te, oe, ke error
+		var te, oe, ke, se error
 		if cols > 8 {
 			s.Terms, te = strconv.ParseFloat(rec[8], 64)
 		}
@@ -114,7 +115,10 @@ func ReadSamples(r io.Reader) ([]Sample, error) {
 		if cols > 10 {
 			s.Table, ke = strconv.ParseInt(rec[10], 10, 64)
 		}
-		if err := errors.Join(append(e[:], te, oe, ke)...); err != nil {
+		if cols > 11 {
+			s.StrTerms, se = strconv.ParseFloat(rec[11], 64)
+		}
+		if err := errors.Join(append(e[:], te, oe, ke, se)...); err != nil {
 			return nil, fmt.Errorf("calibrate: samples line %d: %w", line, err)
 		}
 		out = append(out, s)

@@ -67,8 +67,9 @@ func Round6(v float64) float64 {
 // the time it took (ns).
 type OpSample struct {
 	Bytes, Rows, Ns float64
-	// Terms is the operator's expression terms per row (plan.Op.Terms).
-	Terms float64
+	// Terms is the operator's expression terms per row (plan.Op.Terms),
+	// StrTerms the part of them on strings (plan.Op.StrTerms).
+	Terms, StrTerms float64
 	// Out is the bytes the operator wrote (0: not measured).
 	Out float64
 	// Table is the working set of a probe: the bytes of the table it
@@ -126,7 +127,7 @@ func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
 	x := make([][]float64, len(samples))
 	y := make([]float64, len(samples))
 	for i, s := range samples {
-		x[i] = []float64{1, s.Bytes, s.Rows, s.Rows * s.Terms, s.Out}
+		x[i] = []float64{1, s.Bytes, s.Rows, s.Rows * s.Terms, s.Out, s.Rows * s.StrTerms}
 		y[i] = s.Ns
 	}
 	c, err := relNNLS(x, y)
@@ -136,7 +137,7 @@ func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
 	oc := opCostOf(c)
 	pred := make([]float64, len(samples))
 	for i, s := range samples {
-		pred[i] = oc.NsOut(s.Bytes, s.Rows, s.Terms, s.Out)
+		pred[i] = oc.NsExpr(s.Bytes, s.Rows, s.Terms, s.StrTerms, s.Out, s.Bytes)
 	}
 	return oc, Quality(pred, y), nil
 }
@@ -144,7 +145,7 @@ func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
 // FitOpCostSized is FitOpCost with the working-set term (OpCost.Miss,
 // OpCost.Cache) for operators whose cost per row grows with their input
 // once it outgrows the caches (hash builds): for each cache size on a
-// geometric grid (256 KiB to 1 GiB, ratio √2) it fits the six
+// geometric grid (256 KiB to 1 GiB, ratio √2) it fits the seven
 // coefficients by the same weighted NNLS, with the feature
 // rows·max(0, 1 − cache/bytes), and keeps the cache size of least
 // weighted squared error (ties: the smaller), among the sizes that at
@@ -170,7 +171,7 @@ func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
 			if f >= 0.5 {
 				past++
 			}
-			x[i] = []float64{1, s.Bytes, s.Rows, s.Rows * s.Terms, s.Out, s.Rows * f}
+			x[i] = []float64{1, s.Bytes, s.Rows, s.Rows * s.Terms, s.Out, s.Rows * s.StrTerms, s.Rows * f}
 		}
 		if past < minPastCache {
 			break
@@ -179,9 +180,9 @@ func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
 		if err != nil {
 			return OpCost{}, FitQuality{}, err
 		}
-		oc := opCostOf(c[:5])
-		if c[5] > 0 {
-			oc.Miss, oc.Cache = Duration(math.Round(c[5])), Bytes(cache)
+		oc := opCostOf(c[:6])
+		if c[6] > 0 {
+			oc.Miss, oc.Cache = Duration(math.Round(c[6])), Bytes(cache)
 		}
 		if e := weightedSSE(oc, samples); e < bestErr {
 			best, bestErr = oc, e
@@ -189,7 +190,7 @@ func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
 	}
 	pred := make([]float64, len(samples))
 	for i, s := range samples {
-		pred[i] = best.NsTable(s.Bytes, s.Rows, s.Terms, s.Out, s.workingSet())
+		pred[i] = best.NsExpr(s.Bytes, s.Rows, s.Terms, s.StrTerms, s.Out, s.workingSet())
 	}
 	return best, Quality(pred, y), nil
 }
@@ -204,7 +205,7 @@ const minPastCache = 3
 func weightedSSE(c OpCost, samples []OpSample) float64 {
 	var e float64
 	for _, s := range samples {
-		d := c.NsTable(s.Bytes, s.Rows, s.Terms, s.Out, s.workingSet()) - s.Ns
+		d := c.NsExpr(s.Bytes, s.Rows, s.Terms, s.StrTerms, s.Out, s.workingSet()) - s.Ns
 		if s.Ns > 0 {
 			d *= math.Pow(s.Ns, -FitWeightPower)
 		}
@@ -213,8 +214,8 @@ func weightedSSE(c OpCost, samples []OpSample) float64 {
 	return e
 }
 
-// opCostOf turns the five per-unit coefficients of FitOpCost's features
-// (1, bytes, rows, rows·terms, out) into an OpCost.
+// opCostOf turns the six per-unit coefficients of FitOpCost's features
+// (1, bytes, rows, rows·terms, out, rows·strTerms) into an OpCost.
 func opCostOf(c []float64) OpCost {
 	oc := OpCost{Fixed: Duration(math.Round(c[0]))}
 	if c[1] > 0 {
@@ -228,6 +229,9 @@ func opCostOf(c []float64) OpCost {
 	}
 	if c[4] > 0 {
 		oc.OutRate = Rate(Round6(1e9 / c[4]))
+	}
+	if c[5] > 0 {
+		oc.StrTermRate = Rate(Round6(1e9 / c[5]))
 	}
 	return oc
 }

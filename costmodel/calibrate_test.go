@@ -165,6 +165,39 @@ func TestFitOpCostRecoversOutputTerm(t *testing.T) {
 	}
 }
 
+// String terms get a rate of their own: samples made with one are fitted
+// back to it, and samples without any fit none.
+func TestFitOpCostRecoversStringTerms(t *testing.T) {
+	want := OpCost{Fixed: 300, ByteRate: 20e9, TermRate: 2e9, OutRate: 2.5e9, StrTermRate: 150e6}
+	var s []OpSample
+	for _, r := range []float64{4e3, 3e4, 2.5e5} {
+		for _, terms := range []struct{ all, str float64 }{{2, 0}, {5, 0}, {3, 2}, {9, 8}, {4, 1}} {
+			for _, sel := range []float64{0.02, 0.5} {
+				in := r * 24
+				s = append(s, OpSample{Bytes: in, Rows: r, Terms: terms.all, StrTerms: terms.str, Out: in * sel,
+					Ns: want.NsExpr(in, r, terms.all, terms.str, in*sel, in)})
+			}
+		}
+	}
+	got, q, err := FitOpCost(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if math.Abs(float64(got.StrTermRate/want.StrTermRate)-1) > 1e-3 || math.Abs(float64(got.TermRate/want.TermRate)-1) > 1e-3 {
+		t.Errorf("string terms %v, terms %v; want %v, %v", got.StrTermRate, got.TermRate, want.StrTermRate, want.TermRate)
+	}
+	if q.R2 < 0.9999 {
+		t.Errorf("quality %v on exact data", q)
+	}
+	for i := range s {
+		s[i].StrTerms = 0
+		s[i].Ns = (OpCost{ByteRate: 20e9, TermRate: 2e9}).NsExpr(s[i].Bytes, s[i].Rows, s[i].Terms, 0, s[i].Out, s[i].Bytes)
+	}
+	if got, _, _ := FitOpCost(s); got.StrTermRate != 0 {
+		t.Errorf("no string terms, yet a string rate %v", got.StrTermRate)
+	}
+}
+
 func TestFitStorageRecovers(t *testing.T) {
 	want := Storage{Bandwidth: 2e9, Latency: 100000, Request: 1 << 20, TaskQD: 32,
 		Curve: []QDPoint{{1, 0.4}, {4, 0.8}, {16, 1}}}

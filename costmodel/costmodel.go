@@ -23,12 +23,13 @@ import (
 // OpCost is the cost of one operator kind on one device:
 //
 //	t(bytes, rows, terms, out) = Fixed + bytes/ByteRate + rows/RowRate + rows·terms/TermRate + out/OutRate
-//	                             + rows·Miss·max(0, 1 − Cache/ws)   (seconds → ns)
+//	                             + rows·strTerms/StrTermRate + rows·Miss·max(0, 1 − Cache/ws)   (seconds → ns)
 //
-// where terms is the operator's expression work per row (plan.Op.Terms)
-// and out the bytes it writes (a filter gathers its selected rows: its
-// cost follows its selectivity, not only its input).
-// A zero ByteRate, RowRate, TermRate or OutRate means that term is free. Fixed is charged once
+// where terms is the operator's expression work per row (plan.Op.Terms),
+// strTerms the part of it on strings (plan.Op.StrTerms) and out the bytes
+// it writes (a filter gathers its selected rows: its cost follows its
+// selectivity, not only its input).
+// A zero ByteRate, RowRate, TermRate, OutRate or StrTermRate means that term is free. Fixed is charged once
 // per operator per kernel (setup of a fused operator: hash table probe
 // setup, a reduction's final pass).
 type OpCost struct {
@@ -39,6 +40,9 @@ type OpCost struct {
 	TermRate Rate `yaml:"terms,omitempty"`
 	// OutRate prices output bytes.
 	OutRate Rate `yaml:"out,omitempty"`
+	// StrTermRate prices string terms (plan.Op.StrTerms: row·strTerms per
+	// second) on top of TermRate.
+	StrTermRate Rate `yaml:"str_terms,omitempty"`
 	// Miss and Cache price a working set that outgrows the caches (a hash
 	// build's: its input; a probe's: the table it probes):
 	// rows·Miss·max(0, 1 − Cache/ws) more for a working set of ws bytes, so
@@ -73,7 +77,16 @@ func (c OpCost) NsOut(bytes, rows, terms, out float64) float64 {
 // NsTable is NsOut for an operator whose working set is ws bytes (a
 // probe: the table it probes).
 func (c OpCost) NsTable(bytes, rows, terms, out, ws float64) float64 {
+	return c.NsExpr(bytes, rows, terms, 0, out, ws)
+}
+
+// NsExpr is NsTable for an operator of which strTerms of its terms work
+// on strings.
+func (c OpCost) NsExpr(bytes, rows, terms, strTerms, out, ws float64) float64 {
 	t := float64(c.Fixed)
+	if c.StrTermRate > 0 {
+		t += rows * strTerms * 1e9 / float64(c.StrTermRate)
+	}
 	if c.OutRate > 0 {
 		t += out * 1e9 / float64(c.OutRate)
 	}
@@ -162,7 +175,7 @@ func (d *Device) WorkShared(ops []plan.Op, kind plan.OpKind, bytes, rows int64, 
 					ws = table(op.Build)
 				}
 			}
-			t += d.Ops[op.Kind].NsTable(b, r, op.Terms(), nb, ws*sharers)
+			t += d.Ops[op.Kind].NsExpr(b, r, op.Terms(), op.StrTerms(), nb, ws*sharers)
 		}
 		b, r = nb, nr
 	}

@@ -128,11 +128,11 @@ func TestStorageCurve(t *testing.T) {
 
 func TestDeviceYAML(t *testing.T) {
 	var d Device
-	src := "launch: 5us\nops:\n  scan: {fixed: 10us, bytes: 1TB/s}\n  filter: {rows: 2G/s}\n"
+	src := "launch: 5us\nops:\n  scan: {fixed: 10us, bytes: 1TB/s}\n  filter: {rows: 2G/s, str_terms: 100M/s}\n"
 	if err := yaml.Unmarshal([]byte(src), &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Launch != 5000 || d.Ops[plan.OpScan] != (OpCost{Fixed: 10000, ByteRate: 1e12}) || d.Ops[plan.OpFilter].RowRate != 2e9 {
+	if d.Launch != 5000 || d.Ops[plan.OpScan] != (OpCost{Fixed: 10000, ByteRate: 1e12}) || d.Ops[plan.OpFilter].RowRate != 2e9 || d.Ops[plan.OpFilter].StrTermRate != 1e8 {
 		t.Fatalf("decoded %+v", d)
 	}
 	for _, tc := range []struct{ src, want string }{

@@ -168,3 +168,29 @@ func TestOpKindNames(t *testing.T) {
 		t.Error("bogus kind parsed")
 	}
 }
+
+// Terms counts one comparison per IN item; StrTerms the terms on strings:
+// LIKE, SUBSTRING, comparisons with a string literal (one per IN item).
+func TestOpTermsAndStrTerms(t *testing.T) {
+	c := func(fn Fn, args ...Expr) Call { return Call{Fn: fn, Args: args} }
+	for _, tc := range []struct {
+		name       string
+		e          Expr
+		terms, str float64
+	}{
+		{"a < 5", c(FnLt, Col("a"), Int(5)), 2, 0},
+		{"a in (1, 2, 3)", c(FnIn, Col("a"), Int(1), Int(2), Int(3)), 5, 0},
+		{"s in ('x', 'y')", c(FnIn, Col("s"), Str("x"), Str("y")), 4, 2},
+		{"s like 'a%'", c(FnLike, Col("s"), Str("a%")), 2, 1},
+		{"substring(s, 1, 2) not in ('13', '31', '23')", c(FnNotIn, c(FnSubstr, Col("s"), Int(1), Int(2)), Str("13"), Str("31"), Str("23")), 6, 4},
+		{"a < 5 and s = 'R'", c(FnAnd, c(FnLt, Col("a"), Int(5)), c(FnEq, Col("s"), Str("R"))), 5, 1},
+	} {
+		op := Op{Kind: OpFilter, Expr: tc.e}
+		if got := op.Terms(); got != tc.terms {
+			t.Errorf("%s: Terms %v, want %v", tc.name, got, tc.terms)
+		}
+		if got := op.StrTerms(); got != tc.str {
+			t.Errorf("%s: StrTerms %v, want %v", tc.name, got, tc.str)
+		}
+	}
+}
