@@ -520,27 +520,11 @@ var (
 // an IN list, one each (the kernels compare a row with every item). Scans,
 // exchanges of whole batches and results count 0.
 func (op *Op) Terms() float64 {
-	n := 0.0
+	n := op.sumExprs(exprTerms)
 	switch op.Kind {
-	case OpFilter:
-		n = exprTerms(op.Expr)
-	case OpProject:
-		if p, ok := op.Expr.(Projection); ok {
-			for _, c := range p {
-				if col, ok := c.E.(Col); ok && string(col) == c.Name {
-					continue
-				}
-				n += exprTerms(c.E)
-			}
-		}
 	case OpAggPartial, OpAggFinal:
 		if a, ok := op.Expr.(Aggs); ok {
-			for _, g := range a {
-				n++
-				if g.Arg != nil && op.Kind == OpAggPartial {
-					n += exprTerms(g.Arg)
-				}
-			}
+			n += float64(len(a))
 		}
 		n += float64(len(op.Keys))
 		if op.Groups > 1 && len(op.Keys) > 0 {
@@ -559,34 +543,42 @@ func (op *Op) Terms() float64 {
 	return n
 }
 
-// StrTerms is the part of Terms that works on strings: LIKE, NOT LIKE and
-// SUBSTRING calls, comparisons with a string literal, and an IN list of
-// strings one per item. Byte-wise matching costs a row several times a
-// numeric comparison (the filter micro-benchmarks' fit: R² 0.26 with one
-// rate for every term, 0.40 with a second one for these), so the cost
-// model prices them with a rate of their own on top of the terms rate.
-func (op *Op) StrTerms() float64 {
+// sumExprs sums f over the expressions an operator evaluates per row: a
+// filter's predicate, a projection's computed columns (not plain
+// pass-through ones) and a partial aggregate's arguments.
+func (op *Op) sumExprs(f func(Expr) float64) float64 {
 	n := 0.0
 	switch op.Kind {
 	case OpFilter:
-		n = exprStrTerms(op.Expr)
+		n = f(op.Expr)
 	case OpProject:
 		if p, ok := op.Expr.(Projection); ok {
 			for _, c := range p {
-				n += exprStrTerms(c.E)
+				if col, ok := c.E.(Col); ok && string(col) == c.Name {
+					continue
+				}
+				n += f(c.E)
 			}
 		}
 	case OpAggPartial:
 		if a, ok := op.Expr.(Aggs); ok {
 			for _, g := range a {
 				if g.Arg != nil {
-					n += exprStrTerms(g.Arg)
+					n += f(g.Arg)
 				}
 			}
 		}
 	}
 	return n
 }
+
+// StrTerms is the part of Terms that works on strings: LIKE, NOT LIKE and
+// SUBSTRING calls, comparisons with a string literal, and an IN list of
+// strings one per item. Byte-wise matching costs a row several times a
+// numeric comparison (the filter micro-benchmarks' fit: R² 0.26 with one
+// rate for every term, 0.40 with a second one for these), so the cost
+// model prices them with a rate of their own on top of the terms rate.
+func (op *Op) StrTerms() float64 { return op.sumExprs(exprStrTerms) }
 
 func exprStrTerms(e Expr) float64 {
 	c, ok := e.(Call)
