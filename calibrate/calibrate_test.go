@@ -218,6 +218,48 @@ func TestPairOrder(t *testing.T) {
 	}
 }
 
+// The summary's bias and noise floor from known rounds: q1's rounds are
+// tight (SE 0), q2's spread; the simulator is 20% low on q1, 10% high on
+// q2 serial and 30% low on q2 overlap.
+func TestSummarizeBiasAndNoiseFloor(t *testing.T) {
+	cases := []Case{
+		{Query: "q1", Policy: "serial", Sim: 0.8, EngineRounds: []float64{1, 1, 1, 1, 1}},
+		{Query: "q2", Policy: "serial", Sim: 2.2, EngineRounds: []float64{1.6, 1.8, 2, 2.2, 2.4}},
+		{Query: "q2", Policy: "overlap", Sim: 1.4, EngineRounds: []float64{2.4, 2, 1.8, 1.6, 2.2}},
+	}
+	rep := summarize("p", []string{"q1", "q2"}, cases)
+	if want := (-0.2 + 0.1 - 0.3) / 3; math.Abs(rep.MeanErr-want) > 1e-12 || rep.Under != 2 {
+		t.Errorf("bias %v, %d under; want %v, 2", rep.MeanErr, rep.Under, want)
+	}
+	if math.Abs(rep.MedianAbs-0.2) > 1e-12 || math.Abs(rep.MaxAbs-0.3) > 1e-12 {
+		t.Errorf("median %v max %v, want 0.2, 0.3", rep.MedianAbs, rep.MaxAbs)
+	}
+	// q2's rounds: median 2, MAD 0.2 → SE = √(π/2)·1.206·1.4826·0.2/√5;
+	// the floor is the median of {0, that·0.674/2, the same}.
+	se := math.Sqrt(math.Pi/2) * 1.206 * 1.4826 * 0.2 / math.Sqrt(5)
+	if rep.NoiseFloor == nil || math.Abs(*rep.NoiseFloor-0.674*se/2) > 1e-9 {
+		t.Errorf("noise floor %v, want %v", rep.NoiseFloor, 0.674*se/2)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"bias: mean error -13.3% (the simulator under-predicts 2 of 3 cases)", "engine noise floor: median |error| 6.8%"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("report lacks %q:\n%s", want, text.String())
+		}
+	}
+	// Two rounds have no spread to estimate: no floor, said so.
+	rep = summarize("p", []string{"q1"}, []Case{{Query: "q1", Sim: 1, EngineRounds: []float64{1, 2}}})
+	text.Reset()
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if rep.NoiseFloor != nil || !strings.Contains(text.String(), "noise floor: unknown (run 3+ rounds)") {
+		t.Errorf("2 rounds: floor %v, text:\n%s", rep.NoiseFloor, text.String())
+	}
+}
+
 // A point's sample is the median of its passes; passes that measured
 // different points are an error.
 func TestMedianOfPasses(t *testing.T) {

@@ -73,6 +73,17 @@ type Report struct {
 	Cases   []Case
 	// MedianAbs, P90Abs, MaxAbs summarize |Err| over the cases.
 	MedianAbs, P90Abs, MaxAbs float64
+	// MeanErr is the mean signed Err (negative: the simulator predicts
+	// less time than the engine takes); Under counts the cases it
+	// under-predicts.
+	MeanErr float64
+	Under   int
+	// NoiseFloor is the median over the cases of 0.674·SE/median of the
+	// engine's rounds (experiments.MedianSE): the median |error| that a
+	// simulator exact on every case's true median would still show,
+	// because each measured median is off the true one by the rounds'
+	// noise. Nil with fewer than 3 rounds.
+	NoiseFloor *float64
 	// Tau is Kendall's τ per query between the engine's and the
 	// simulator's times over the query's cases (1: same ranking).
 	Tau map[string]float64
@@ -249,12 +260,36 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 			fmt.Fprintf(logw, "round %d %s %s %s: engine %.3f s\n", r+1, c.Query, c.Policy, c.Set, res.Wall.Seconds())
 		}
 	}
-	rep := &Report{Profile: prof.Name, Cases: cases, Tau: map[string]float64{}, Order: map[string]PairOrder{}, Queries: names}
-	var abs []float64
+	rep := summarize(prof.Name, names, cases)
+	if opts.Out != "" {
+		if err := writeValidation(rep, opts, prof.Name, sf, started, logw); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// summarize sets every case's Engine to the median of its rounds and
+// computes the report's summary over the cases (at least one, every one
+// with rounds) of the queries names.
+func summarize(profile string, names []string, cases []Case) *Report {
+	rep := &Report{Profile: profile, Cases: cases, Tau: map[string]float64{}, Order: map[string]PairOrder{}, Queries: names}
+	var abs, floors []float64
 	for i := range cases {
 		c := &cases[i]
 		c.Engine = stats.Median(c.EngineRounds)
 		abs = append(abs, math.Abs(c.Err()))
+		rep.MeanErr += c.Err() / float64(len(cases))
+		if c.Err() < 0 {
+			rep.Under++
+		}
+		if se := experiments.MedianSE(c.EngineRounds); !math.IsNaN(se) {
+			floors = append(floors, 0.674*se/c.Engine)
+		}
+	}
+	if len(floors) > 0 {
+		f := stats.Median(floors)
+		rep.NoiseFloor = &f
 	}
 	slices.Sort(abs)
 	rep.MedianAbs, rep.P90Abs, rep.MaxAbs = quantile(abs, 0.5), quantile(abs, 0.9), abs[len(abs)-1]
@@ -270,12 +305,7 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 		rep.Tau[q] = KendallTau(e, s)
 		rep.Order[q] = pairOrder(qc)
 	}
-	if opts.Out != "" {
-		if err := writeValidation(rep, opts, prof.Name, sf, started, logw); err != nil {
-			return rep, err
-		}
-	}
-	return rep, nil
+	return rep
 }
 
 // KendallTau is Kendall's τ-a of two equal-length samples: (concordant −
@@ -328,6 +358,12 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "%-5s %-8s %-14s %9.3f %9.3f %+7.1f%%\n", c.Query, c.Policy, set, c.Engine, c.Sim, 100*c.Err())
 	}
 	fmt.Fprintf(&b, "\n|error| over %d cases: median %.1f%%, P90 %.1f%%, max %.1f%%\n", len(r.Cases), 100*r.MedianAbs, 100*r.P90Abs, 100*r.MaxAbs)
+	fmt.Fprintf(&b, "bias: mean error %+.1f%% (the simulator under-predicts %d of %d cases)\n", 100*r.MeanErr, r.Under, len(r.Cases))
+	if r.NoiseFloor == nil {
+		fmt.Fprintf(&b, "engine noise floor: unknown (run 3+ rounds)\n")
+	} else {
+		fmt.Fprintf(&b, "engine noise floor: median |error| %.1f%% for a simulator exact on every case (each measured median is off the true one by 0.674·SE of its rounds)\n", 100**r.NoiseFloor)
+	}
 	fmt.Fprintf(&b, "ranking of the cases per query (Kendall τ, engine vs sim):")
 	for _, q := range r.Queries {
 		fmt.Fprintf(&b, " %s %.2f", q, r.Tau[q])
