@@ -25,7 +25,11 @@ and simulated seconds and the error, then the median, P90 and max |error| and,
 per query, Kendall's tau between the engine's and the simulator's ordering of
 its cases, and how many of the pairs of cases the engine separates beyond its
 noise (95% median intervals of the rounds disjoint; with under 6 rounds, their
-ranges; none with under 5 rounds) the simulator orders the other way. With --out it appends engine and sim rows to OUT/results.csv and
+ranges; none with under 5 rounds) the simulator orders the other way; also the
+simulator's bias (mean signed error) and, with 3+ rounds, the engine's noise
+floor: the median |error| a simulator exact on every case would still show,
+since each measured median is off the true one by its rounds' noise (more
+rounds lower it). With --out it appends engine and sim rows to OUT/results.csv and
 draws OUT/sim-vs-engine.{png,svg}.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
