@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -297,5 +298,68 @@ func TestValidateRejectsNegativeWarmup(t *testing.T) {
 	_, err := Validate(context.Background(), ValidateOptions{Profile: "devbox", Data: t.TempDir(), Queries: "q6", Warmup: -1})
 	if err == nil || !strings.Contains(err.Error(), "--warmup -1") {
 		t.Fatalf("err = %v, want one naming --warmup -1", err)
+	}
+}
+
+func TestValidateRejectsUnknownOrder(t *testing.T) {
+	_, err := Validate(context.Background(), ValidateOptions{Profile: "devbox", Data: t.TempDir(), Queries: "q6", Order: "sorted"})
+	if err == nil || !strings.Contains(err.Error(), `--order "sorted"`) {
+		t.Fatalf("err = %v, want one naming --order \"sorted\"", err)
+	}
+}
+
+// TestEngineRunsOrders: both orders run every case warmup+rounds times,
+// warm-ups before timed rounds; random reshuffles every round, grouped
+// keeps a case's runs together; a seed reproduces the sequence.
+func TestEngineRunsOrders(t *testing.T) {
+	const cases, warmup, rounds = 6, 2, 3
+	for _, order := range []string{OrderRandom, OrderGrouped} {
+		runs := engineRuns(cases, warmup, rounds, order, 7)
+		if len(runs) != cases*(warmup+rounds) {
+			t.Fatalf("%s: %d runs, want %d", order, len(runs), cases*(warmup+rounds))
+		}
+		next := make([]int, cases) // per case: the round expected next
+		for i := range next {
+			next[i] = -warmup
+		}
+		for _, r := range runs {
+			if r.Round != next[r.Case] {
+				t.Fatalf("%s: case %d ran round %d, want %d next", order, r.Case, r.Round, next[r.Case])
+			}
+			next[r.Case]++
+		}
+		if again := engineRuns(cases, warmup, rounds, order, 7); !slices.Equal(runs, again) {
+			t.Errorf("%s: same seed, different sequence", order)
+		}
+		switch order {
+		case OrderGrouped:
+			for i, r := range runs {
+				if i%(warmup+rounds) != 0 && r.Case != runs[i-1].Case {
+					t.Fatalf("grouped: run %d switches from case %d to %d inside a group", i, runs[i-1].Case, r.Case)
+				}
+			}
+		case OrderRandom:
+			for i, r := range runs {
+				if want := i/cases - warmup; r.Round != want {
+					t.Fatalf("random: run %d is round %d, want round %d (rounds one after another)", i, r.Round, want)
+				}
+			}
+			firstRound := func(k int) []int {
+				var cs []int
+				for _, r := range runs[k*cases : (k+1)*cases] {
+					cs = append(cs, r.Case)
+				}
+				return cs
+			}
+			same := 0
+			for k := 1; k < warmup+rounds; k++ {
+				if slices.Equal(firstRound(k), firstRound(0)) {
+					same++
+				}
+			}
+			if same == warmup+rounds-1 {
+				t.Errorf("random: every round in the same order %v", firstRound(0))
+			}
+		}
 	}
 }

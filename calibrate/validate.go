@@ -38,8 +38,8 @@ type ValidateOptions struct {
 	// ("" in Sets: the policy's defaults).
 	Policies []string
 	Sets     []string
-	// Rounds of engine runs per case (median; default 1), in a new
-	// seeded random order of the cases each round.
+	// Rounds of engine runs per case (median; default 1), arranged by
+	// Order.
 	Rounds int
 	// Warmup is the number of untimed rounds of every case before the
 	// measured ones. The engine's first runs in a process grow the Go heap
@@ -48,7 +48,13 @@ type ValidateOptions struct {
 	// GB/s, slower than the queries' reads); the simulator models the
 	// steady state, in which the heap reuses its pages.
 	Warmup int
-	Seed   uint64
+	// Order is how the engine's runs are arranged: OrderRandom (default:
+	// every round runs all cases in a new seeded random order, so each
+	// case's rounds follow different queries) or OrderGrouped (the cases
+	// in one seeded random order, each case's warm-ups and rounds back to
+	// back: its steady state, without the previous query's heap).
+	Order string
+	Seed  uint64
 	// Out, if set, is a folder for results.csv (experiments format: engine
 	// and sim rows) and the sim-vs-engine figure.
 	Out string
@@ -91,6 +97,8 @@ type Report struct {
 	// that the engine tells apart (their runs' median intervals disjoint).
 	Order   map[string]PairOrder
 	Queries []string
+	// RunOrder is how the engine's runs were arranged (ValidateOptions.Order).
+	RunOrder string
 	// Figure lists the figure files written (Out).
 	Figure []string
 }
@@ -180,6 +188,12 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	if len(opts.Policies) == 0 {
 		opts.Policies = []string{"serial", "overlap"}
 	}
+	if opts.Order == "" {
+		opts.Order = OrderRandom
+	}
+	if opts.Order != OrderRandom && opts.Order != OrderGrouped {
+		return nil, fmt.Errorf("calibrate: validate: --order %q: want %s or %s", opts.Order, OrderRandom, OrderGrouped)
+	}
 	if len(opts.Sets) == 0 {
 		opts.Sets = []string{""}
 	}
@@ -238,35 +252,66 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 		return nil, err
 	}
 	defer reader.Close()
-	rng := rand.New(rand.NewPCG(opts.Seed, 0x7a11))
-	order := make([]int, len(cases))
-	for i := range order {
-		order[i] = i
-	}
 	started := time.Now().UTC().Format(time.RFC3339)
-	for r := -opts.Warmup; r < opts.Rounds; r++ {
-		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-		for _, i := range order {
-			c := &cases[i]
-			res, err := engine.Query(ctx, ds, c.Query, engine.QueryOptions{Policy: c.Policy, Set: c.Set, Reader: reader, Log: logw})
-			if err != nil {
-				return nil, err
-			}
-			if r < 0 {
-				fmt.Fprintf(logw, "warm-up %s %s %s: engine %.3f s\n", c.Query, c.Policy, c.Set, res.Wall.Seconds())
-				continue
-			}
-			c.EngineRounds = append(c.EngineRounds, res.Wall.Seconds())
-			fmt.Fprintf(logw, "round %d %s %s %s: engine %.3f s\n", r+1, c.Query, c.Policy, c.Set, res.Wall.Seconds())
+	for _, run := range engineRuns(len(cases), opts.Warmup, opts.Rounds, opts.Order, opts.Seed) {
+		c := &cases[run.Case]
+		res, err := engine.Query(ctx, ds, c.Query, engine.QueryOptions{Policy: c.Policy, Set: c.Set, Reader: reader, Log: logw})
+		if err != nil {
+			return nil, err
 		}
+		if run.Round < 0 {
+			fmt.Fprintf(logw, "warm-up %s %s %s: engine %.3f s\n", c.Query, c.Policy, c.Set, res.Wall.Seconds())
+			continue
+		}
+		c.EngineRounds = append(c.EngineRounds, res.Wall.Seconds())
+		fmt.Fprintf(logw, "round %d %s %s %s: engine %.3f s\n", run.Round+1, c.Query, c.Policy, c.Set, res.Wall.Seconds())
 	}
 	rep := summarize(prof.Name, names, cases)
+	rep.RunOrder = opts.Order
 	if opts.Out != "" {
 		if err := writeValidation(rep, opts, prof.Name, sf, started, logw); err != nil {
 			return rep, err
 		}
 	}
 	return rep, nil
+}
+
+// Orders of the engine's runs (ValidateOptions.Order).
+const (
+	OrderRandom  = "random"
+	OrderGrouped = "grouped"
+)
+
+// engineRun is one engine run of a validation: case index and round
+// (negative: a warm-up, not timed).
+type engineRun struct{ Case, Round int }
+
+// engineRuns is the sequence of a validation's engine runs: every case
+// warmup + rounds times, rounds -warmup..rounds-1, arranged by order (see
+// ValidateOptions.Order); the same seed gives the same sequence.
+func engineRuns(cases, warmup, rounds int, order string, seed uint64) []engineRun {
+	rng := rand.New(rand.NewPCG(seed, 0x7a11))
+	perm := make([]int, cases)
+	for i := range perm {
+		perm[i] = i
+	}
+	var out []engineRun
+	if order == OrderGrouped {
+		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		for _, c := range perm {
+			for r := -warmup; r < rounds; r++ {
+				out = append(out, engineRun{c, r})
+			}
+		}
+		return out
+	}
+	for r := -warmup; r < rounds; r++ {
+		rng.Shuffle(len(perm), func(i, j int) { perm[i], perm[j] = perm[j], perm[i] })
+		for _, c := range perm {
+			out = append(out, engineRun{c, r})
+		}
+	}
+	return out
 }
 
 // summarize sets every case's Engine to the median of its rounds and
@@ -363,6 +408,9 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "engine noise floor: unknown (run 3+ rounds)\n")
 	} else {
 		fmt.Fprintf(&b, "engine noise floor: median |error| %.1f%% for a simulator exact on every case (each measured median is off the true one by 0.674·SE of its rounds)\n", 100**r.NoiseFloor)
+		if r.RunOrder != "" {
+			fmt.Fprintf(&b, "engine runs: %s order\n", r.RunOrder)
+		}
 	}
 	fmt.Fprintf(&b, "ranking of the cases per query (Kendall τ, engine vs sim):")
 	for _, q := range r.Queries {

@@ -19,7 +19,8 @@ func newValidateCmd(g *globals) *cobra.Command {
 		Use:   "validate --profile P --data DIR --queries all --policies serial,overlap [--sets \"chunk=16MiB;chunk=64MiB\"]",
 		Short: "Run queries on the engine and in the simulator and report the simulator's prediction error",
 		Long: `validate runs every query x policy x knob set on the CPU engine (cold, O_DIRECT;
---rounds times in a seeded random order, median) and in the simulator with the
+--rounds times in a seeded random order, median; --order grouped runs each case's
+rounds back to back instead) and in the simulator with the
 profile on the dataset's manifest statistics, and prints per case the measured
 and simulated seconds and the error, then the median, P90 and max |error| and,
 per query, Kendall's tau between the engine's and the simulator's ordering of
@@ -75,6 +76,7 @@ draws OUT/sim-vs-engine.{png,svg}.`,
 	f.IntVar(&o.Rounds, "rounds", 1, "engine runs per case (median)")
 	f.IntVar(&o.Warmup, "warmup", 1, "untimed engine rounds of every case first (the heap's first touch of new memory is not the steady state)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the engine runs' order")
+	f.StringVar(&o.Order, "order", calibrate.OrderRandom, "engine runs: random (each round all cases in a new random order) or grouped (each case's warm-ups and rounds back to back: its steady state, a lower noise floor)")
 	f.StringVar(&o.Out, "out", "", "folder for results.csv and the sim-vs-engine figure")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
