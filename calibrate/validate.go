@@ -52,7 +52,10 @@ type ValidateOptions struct {
 	// every round runs all cases in a new seeded random order, so each
 	// case's rounds follow different queries) or OrderGrouped (the cases
 	// in one seeded random order, each case's warm-ups and rounds back to
-	// back: its steady state, without the previous query's heap).
+	// back: its steady state, without the previous query's heap; but a
+	// drift of the machine's speed between cases then shows in no case's
+	// spread, so the noise floor and the separated pairs understate the
+	// uncertainty of comparing cases).
 	Order string
 	Seed  uint64
 	// Out, if set, is a folder for results.csv (experiments format: engine
@@ -408,7 +411,13 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "engine noise floor: unknown (run 3+ rounds)\n")
 	} else {
 		fmt.Fprintf(&b, "engine noise floor: median |error| %.1f%% for a simulator exact on every case (each measured median is off the true one by 0.674·SE of its rounds)\n", 100**r.NoiseFloor)
-		if r.RunOrder != "" {
+		switch r.RunOrder {
+		case OrderGrouped:
+			// A case's rounds are consecutive: a drift of the machine
+			// between cases is in no case's spread.
+			fmt.Fprintf(&b, "engine runs: grouped order (the floor and the separated pairs below see only each case's consecutive runs, not the machine's drift between cases)\n")
+		case "":
+		default:
 			fmt.Fprintf(&b, "engine runs: %s order\n", r.RunOrder)
 		}
 	}

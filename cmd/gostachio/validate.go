@@ -76,7 +76,7 @@ draws OUT/sim-vs-engine.{png,svg}.`,
 	f.IntVar(&o.Rounds, "rounds", 1, "engine runs per case (median)")
 	f.IntVar(&o.Warmup, "warmup", 1, "untimed engine rounds of every case first (the heap's first touch of new memory is not the steady state)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the engine runs' order")
-	f.StringVar(&o.Order, "order", calibrate.OrderRandom, "engine runs: random (each round all cases in a new random order) or grouped (each case's warm-ups and rounds back to back: its steady state, a lower noise floor)")
+	f.StringVar(&o.Order, "order", calibrate.OrderRandom, "engine runs: random (each round all cases in a new random order) or grouped (each case's warm-ups and rounds back to back: its steady state; the noise floor then omits the machine's drift between cases)")
 	f.StringVar(&o.Out, "out", "", "folder for results.csv and the sim-vs-engine figure")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
