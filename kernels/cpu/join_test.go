@@ -278,3 +278,58 @@ func BenchmarkJoin(b *testing.B) {
 		})
 	}
 }
+
+// TestJoinTableGrows: a build whose sampled rows all hold one key starts
+// with a 16-slot table and must double it up to the 100 K distinct keys
+// of the other rows; every join kind still matches the map-based join.
+func TestJoinTableGrows(t *testing.T) {
+	r := ktRng(24)
+	const n = 100_000
+	build := ktBatch(r, n, append([]ktCol{{name: "bk", typ: TInt64, card: 0}}, ktJoinPayload()...)...)
+	keys := build.Cols[0].I64
+	stride := n / hjSampleRows
+	for i := range keys {
+		keys[i] = int64(3*i + 1)
+		if i%stride == 0 {
+			keys[i] = 7 // what the sample sees: one key, repeated
+		}
+	}
+	if got := hjStartSlots(keys); got != 16 {
+		t.Fatalf("start slots %d, want 16 (the sample saw one key)", got)
+	}
+	probe := ktBatch(r, 2*n, ktCol{name: "pk", typ: TInt64, card: 0}, ktCol{name: "ps", typ: TString, card: 0})
+	for i := range probe.Cols[0].I64 {
+		probe.Cols[0].I64[i] = int64(r.IntN(4 * n)) // a third of 3i+1 values, and 7
+	}
+	ht, err := BuildHashTable(build, []string{"bk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ht.islots) < 2*(n-n/stride) || len(ht.islots) > 4*n {
+		t.Errorf("%d slots for about %d distinct keys: want between 2x and 4x", len(ht.islots), n-n/stride)
+	}
+	ktCheckJoin(t, "grown table", ht, build, probe, []string{"bk"}, []string{"pk"})
+}
+
+// TestJoinTableSizedByDistinctKeys: 200 K build rows over 2 K keys get a
+// table sized for the keys (at most 8x them), not 2x the rows (512 K
+// slots); unique keys still get 2x the rows, with no rehash.
+func TestJoinTableSizedByDistinctKeys(t *testing.T) {
+	r := ktRng(25)
+	const n, distinct = 200_000, 2_000
+	rep := ktBatch(r, n, ktCol{name: "bk", typ: TInt64, card: distinct})
+	ht, err := BuildHashTable(rep, []string{"bk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ht.islots) > 8*distinct {
+		t.Errorf("%d slots for %d distinct keys of %d rows: want at most %d", len(ht.islots), distinct, n, 8*distinct)
+	}
+	uniq := ktBatch(r, n, ktCol{name: "bk", typ: TInt32, card: 0})
+	for i := range uniq.Cols[0].I32 {
+		uniq.Cols[0].I32[i] = int32(i * 5)
+	}
+	if got, want := hjStartSlots(uniq.Cols[0].I32), 1<<19; got != want {
+		t.Errorf("unique keys: start slots %d, want %d (2x the rows, rounded up)", got, want)
+	}
+}
