@@ -592,14 +592,19 @@ const hjSampleRows = 4096
 
 // hjStartSlots is the first slot count of a build on keys: a power of two
 // of at least 16 and 2x the distinct keys, estimated from hjSampleRows
-// keys taken at even strides. A sample without repeats is taken for
-// unique keys (2x the rows, what every build used to get: a key stored in
-// order, l_orderkey, repeats only in runs the strides step over). With
-// repeats, the distinct keys are estimated with Chao's bias-corrected
-// estimator, D = d + f1(f1 − 1) / (2(f2 + 1)) for a sample of d distinct
-// keys, f1 of them seen once and f2 twice (Charikar et al.'s GEE,
-// sqrt(n/m)·f1 + d − f1, gave 4.9 K for 2 K uniform keys in 200 K rows;
-// Chao 2.0 K). An under-estimate costs rehashes, not correctness.
+// keys taken at even strides, and no more than 2x the rows (what every
+// build got before). Two estimates, the smaller wins:
+//   - keys in random order: if the sample repeats a key, Chao's
+//     bias-corrected estimator D = d + f1(f1 − 1) / (2(f2 + 1)) for d
+//     distinct sampled keys, f1 of them seen once and f2 twice
+//     (Charikar et al.'s GEE, sqrt(n/m)·f1 + d − f1, gave 4.9 K for 2 K
+//     uniform keys in 200 K rows; Chao 2.0 K); a sample without repeats
+//     counts as unique keys;
+//   - keys stored in runs (l_orderkey: an order's lines together, which
+//     the strides step over): as many distinct keys as runs, n times the
+//     share of sampled keys that differ from the key after them.
+//
+// An under-estimate costs rehashes, not correctness.
 func hjStartSlots[T int32 | int64](keys []T) int {
 	n := len(keys)
 	want := 2 * n
@@ -610,9 +615,13 @@ func hjStartSlots[T int32 | int64](keys []T) int {
 		shift := uint(64 - bits.TrailingZeros(uint(2*m)))
 		mask := uint64(2*m - 1)
 		cm := hjCollideMask()
-		d := 0
+		d, runs := 0, 0
 		for i := 0; i < m; i++ {
-			k := int64(keys[i*(n/m)])
+			p := i * (n / m)
+			if keys[p+1] != keys[p] {
+				runs++
+			}
+			k := int64(keys[p])
 			s := hjIntHash(k, cm) >> shift
 			for seen[s].row >= 0 && seen[s].key != k {
 				s = (s + 1) & mask
@@ -634,7 +643,13 @@ func hjStartSlots[T int32 | int64](keys []T) int {
 				}
 			}
 			est := float64(d) + f1*(f1-1)/(2*(f2+1))
-			want = int(min(2*est, float64(2*n)))
+			want = int(min(2*est, float64(want)))
+		}
+		// Keys stored in runs (l_orderkey: a order's lines together) have
+		// as many distinct keys as runs, n × P(key differs from the one
+		// before), whatever the sample's repeats say.
+		if runs < m {
+			want = min(want, int(2*float64(n)*float64(runs)/float64(m)))
 		}
 	}
 	size := 16

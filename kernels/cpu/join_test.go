@@ -333,3 +333,28 @@ func TestJoinTableSizedByDistinctKeys(t *testing.T) {
 		t.Errorf("unique keys: start slots %d, want %d (2x the rows, rounded up)", got, want)
 	}
 }
+
+// TestJoinTableClusteredKeys: keys stored in runs of 4 (as l_orderkey)
+// look unique to the strided sample; the runs give the table 2x the
+// distinct keys, not 2x the rows, and the join stays exact.
+func TestJoinTableClusteredKeys(t *testing.T) {
+	r := ktRng(26)
+	const n = 400_000
+	build := ktBatch(r, n, append([]ktCol{{name: "bk", typ: TInt64, card: 0}}, ktJoinPayload()...)...)
+	keys := build.Cols[0].I64
+	for i := range keys {
+		keys[i] = int64(i/4) * 3
+	}
+	if got, want := hjStartSlots(keys), 1<<18; got != want {
+		t.Errorf("start slots %d for %d keys in runs of 4: want %d (2x the keys, rounded up)", got, n/4, want)
+	}
+	probe := ktBatch(r, 50_000, ktCol{name: "pk", typ: TInt64, card: 0}, ktCol{name: "ps", typ: TString, card: 0})
+	for i := range probe.Cols[0].I64 {
+		probe.Cols[0].I64[i] = int64(r.IntN(2 * n))
+	}
+	ht, err := BuildHashTable(build, []string{"bk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ktCheckJoin(t, "clustered keys", ht, build, probe, []string{"bk"}, []string{"pk"})
+}
