@@ -593,18 +593,17 @@ const hjSampleRows = 4096
 // hjStartSlots is the first slot count of a build on keys: a power of two
 // of at least 16 and 2x the distinct keys, estimated from hjSampleRows
 // keys taken at even strides, and no more than 2x the rows (what every
-// build got before). Two estimates, the smaller wins:
-//   - keys in random order: if the sample repeats a key, Chao's
-//     bias-corrected estimator D = d + f1(f1 − 1) / (2(f2 + 1)) for d
-//     distinct sampled keys, f1 of them seen once and f2 twice
-//     (Charikar et al.'s GEE, sqrt(n/m)·f1 + d − f1, gave 4.9 K for 2 K
-//     uniform keys in 200 K rows; Chao 2.0 K); a sample without repeats
-//     counts as unique keys;
-//   - keys stored in runs (l_orderkey: an order's lines together, which
-//     the strides step over): as many distinct keys as runs, n times the
-//     share of sampled keys that differ from the key after them.
-//
-// An under-estimate costs rehashes, not correctness.
+// build got before). If the sample repeats a key, the distinct keys are
+// estimated with Chao's bias-corrected estimator D = d + f1(f1 − 1) /
+// (2(f2 + 1)) for d distinct sampled keys, f1 of them seen once and f2
+// twice (Charikar et al.'s GEE, sqrt(n/m)·f1 + d − f1, gave 4.9 K for 2 K
+// uniform keys in 200 K rows; Chao 2.0 K). A sample without repeats counts
+// as unique keys: so do keys stored in runs the strides step over
+// (l_orderkey, whose lines lie together): counting those runs would size
+// the calibration's l_orderkey builds (calibrate --micro) by their orders
+// while the queries' large builds, on unique keys, keep 2x their rows, and
+// the cost model prices a build by its input. An under-estimate costs
+// rehashes, not correctness.
 func hjStartSlots[T int32 | int64](keys []T) int {
 	n := len(keys)
 	want := 2 * n
@@ -615,13 +614,9 @@ func hjStartSlots[T int32 | int64](keys []T) int {
 		shift := uint(64 - bits.TrailingZeros(uint(2*m)))
 		mask := uint64(2*m - 1)
 		cm := hjCollideMask()
-		d, runs := 0, 0
+		d := 0
 		for i := 0; i < m; i++ {
-			p := i * (n / m)
-			if keys[p+1] != keys[p] {
-				runs++
-			}
-			k := int64(keys[p])
+			k := int64(keys[i*(n/m)])
 			s := hjIntHash(k, cm) >> shift
 			for seen[s].row >= 0 && seen[s].key != k {
 				s = (s + 1) & mask
@@ -644,12 +639,6 @@ func hjStartSlots[T int32 | int64](keys []T) int {
 			}
 			est := float64(d) + f1*(f1-1)/(2*(f2+1))
 			want = int(min(2*est, float64(want)))
-		}
-		// Keys stored in runs (l_orderkey: a order's lines together) have
-		// as many distinct keys as runs, n × P(key differs from the one
-		// before), whatever the sample's repeats say.
-		if runs < m {
-			want = min(want, int(2*float64(n)*float64(runs)/float64(m)))
 		}
 	}
 	size := 16
