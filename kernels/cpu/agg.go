@@ -7,6 +7,7 @@ import (
 	"math"
 	"slices"
 
+	"gostachio/internal/dirtmake"
 	"gostachio/plan"
 )
 
@@ -705,7 +706,7 @@ func (a *Aggregator) aggAssignHashed(b *Batch, kc []int, gids []int32) {
 			g := table[s]
 			if g == 0 {
 				ng := int32(len(ghash))
-				ghash = append(ghash, h)
+				ghash = append(aggRoom(ghash, 1), h)
 				table[s] = ng + 1
 				gids[i] = ng
 				newRows = append(newRows, int32(i))
@@ -1128,31 +1129,58 @@ type aggSlot1 struct {
 	g int32 // group + 1; 0: empty
 }
 
-// aggAppendRows appends rows of src to dst (same type).
+// aggAppendRows appends rows of src to dst (same type). The key columns
+// grow by doubling (aggRoom): append alone grows a large slice by about
+// 1.25x, so a partial aggregate of many groups copied its keys some five
+// times over as they grew (q16: growslice under this function was 13% of
+// the query's CPU).
 func aggAppendRows(dst, src *Vec, rows []int32) {
 	switch src.Type {
 	case TInt64, TDecimal:
+		dst.I64 = aggRoom(dst.I64, len(rows))
 		for _, r := range rows {
 			dst.I64 = append(dst.I64, src.I64[r])
 		}
 	case TInt32, TDate:
+		dst.I32 = aggRoom(dst.I32, len(rows))
 		for _, r := range rows {
 			dst.I32 = append(dst.I32, src.I32[r])
 		}
 	case TFloat64:
+		dst.F64 = aggRoom(dst.F64, len(rows))
 		for _, r := range rows {
 			dst.F64 = append(dst.F64, src.F64[r])
 		}
 	case TBool:
+		dst.B = aggRoom(dst.B, len(rows))
 		for _, r := range rows {
 			dst.B = append(dst.B, src.B[r])
 		}
 	case TString:
+		n := 0
+		for _, r := range rows {
+			n += int(src.Off[r+1] - src.Off[r])
+		}
+		dst.Str = aggRoom(dst.Str, n)
+		dst.Off = aggRoom(dst.Off, len(rows))
 		for _, r := range rows {
 			dst.Str = append(dst.Str, src.Str[src.Off[r]:src.Off[r+1]]...)
 			dst.Off = append(dst.Off, int32(len(dst.Str)))
 		}
 	}
+}
+
+// aggRoom returns s with room for extra more elements, its capacity at
+// least doubled when it has to grow. The new memory is not zeroed
+// (dirtmake): only s's elements are copied, and the room is appended to
+// before it is read.
+func aggRoom[T dirtmake.Fixed](s []T, extra int) []T {
+	need := len(s) + extra
+	if need <= cap(s) {
+		return s
+	}
+	grown := dirtmake.Slice[T](max(need, 2*cap(s)))
+	return grown[:copy(grown, s)]
 }
 
 // aggMarkUnequal sets bad[i] where row i of v differs from group gids[i]
