@@ -411,15 +411,15 @@ func (r *Report) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, "engine noise floor: unknown (run 3+ rounds)\n")
 	} else {
 		fmt.Fprintf(&b, "engine noise floor: median |error| %.1f%% for a simulator exact on every case (each measured median is off the true one by 0.674·SE of its rounds)\n", 100**r.NoiseFloor)
-		switch r.RunOrder {
-		case OrderGrouped:
-			// A case's rounds are consecutive: a drift of the machine
-			// between cases is in no case's spread.
-			fmt.Fprintf(&b, "engine runs: grouped order (the floor and the separated pairs below see only each case's consecutive runs, not the machine's drift between cases)\n")
-		case "":
-		default:
-			fmt.Fprintf(&b, "engine runs: %s order\n", r.RunOrder)
-		}
+	}
+	switch r.RunOrder {
+	case OrderGrouped:
+		// A case's rounds are consecutive: a drift of the machine
+		// between cases is in no case's spread.
+		fmt.Fprintf(&b, "engine runs: grouped order (the floor and the separated pairs below see only each case's consecutive runs, not the machine's drift between cases)\n")
+	case "":
+	default:
+		fmt.Fprintf(&b, "engine runs: %s order\n", r.RunOrder)
 	}
 	fmt.Fprintf(&b, "ranking of the cases per query (Kendall τ, engine vs sim):")
 	for _, q := range r.Queries {
