@@ -19,6 +19,13 @@ func (d *runData) kernel(t *scheduler.Task) (rows, bytes int64, parts []int64, e
 	dev := int(t.Device)
 	var ins []*cpu.Batch
 	switch {
+	case t.Unit < 0 && pd.kind == kindAgg:
+		// The emission of a partial aggregate's state for its exchange.
+		rows, bytes, err := d.materialize(t.Pipeline, dev)
+		if err != nil {
+			return 0, 0, nil, err
+		}
+		return rows, bytes, nil, nil
 	case t.Unit < 0:
 		pd.mu.Lock()
 		var in *cpu.Batch
@@ -148,7 +155,7 @@ func concat(bs []*cpu.Batch) (*cpu.Batch, error) {
 func (d *runData) inputs(pl *plan.Pipeline, dev int) (*cpu.Batch, error) {
 	var all []*cpu.Batch
 	for _, in := range pl.Source.Inputs {
-		if err := d.materialize(int32(in), dev); err != nil {
+		if _, _, err := d.materialize(int32(in), dev); err != nil {
 			return nil, err
 		}
 		ip := &d.pipes[in]
@@ -263,10 +270,10 @@ func (d *runData) fold(p int32, op *plan.Op, dev int, b *cpu.Batch) (int64, erro
 
 // materialize turns pipeline p's partial aggregate state on dev into a
 // batch and routes it like a unit's exchange output (once).
-func (d *runData) materialize(p int32, dev int) error {
+func (d *runData) materialize(p int32, dev int) (rows, bytes int64, err error) {
 	pd := &d.pipes[p]
 	if pd.kind != kindAgg {
-		return nil
+		return 0, 0, nil
 	}
 	// Held until the state is routed: a concurrent send from the same
 	// device must not find its destination's share still missing.
@@ -276,17 +283,22 @@ func (d *runData) materialize(p int32, dev int) error {
 	st := pd.state[dev]
 	if st == nil || pd.emitted[dev] {
 		pd.mu.Unlock()
-		return nil
+		return 0, 0, nil
 	}
 	pd.emitted[dev] = true
 	pd.state[dev] = nil
 	pd.mu.Unlock()
 	b, err := st.Result(false)
 	if err != nil {
-		return fmt.Errorf("engine: %s pipeline %d: %w", d.plan.Name, p, err)
+		return 0, 0, fmt.Errorf("engine: %s pipeline %d: %w", d.plan.Name, p, err)
 	}
-	_, err = d.route(p, dev, b)
-	return err
+	if _, err = d.route(p, dev, b); err != nil {
+		return 0, 0, err
+	}
+	if b == nil {
+		return 0, 0, nil
+	}
+	return int64(b.Rows), batchBytes(b), nil
 }
 
 // route splits an exchange output of device src over the workers of the
@@ -345,7 +357,7 @@ func (d *runData) send(ctx context.Context, t *scheduler.Task) error {
 	if src < 0 || src >= d.devices || dst < 0 || dst >= d.devices || dn < 0 || dn >= d.nodes {
 		return fmt.Errorf("engine: send task %d from device %d to device %d of node %d outside %d nodes x %d devices", t.ID, src, dst, dn, d.nodes, d.devices)
 	}
-	if err := d.materialize(t.Pipeline, src); err != nil {
+	if _, _, err := d.materialize(t.Pipeline, src); err != nil {
 		return err
 	}
 	pd := &d.pipes[t.Pipeline]

@@ -220,6 +220,17 @@ func (s *Scheduler) stepFlush(ps *pipe, d int32) bool {
 		if ps.aggOp >= 0 {
 			srcRows, srcBytes = pd.stateRows, pd.stateBytes
 		}
+		if ps.aggOp >= 0 && ps.sink.IsExchange() && (srcRows > 0 || srcBytes > 0) {
+			// The state's groups are emitted as rows and split by the
+			// sink (hash partitions for a shuffle) in a kernel of their
+			// own: that work occupies the device before any of the sends
+			// can leave. The state keeps its reservation: the sends move it.
+			t := s.newTask(TaskKernel, ps.idx, d)
+			t.Ops, t.OpKind = ps.p.Ops[len(ps.p.Ops)-1:], ps.sink
+			t.Rows, t.Bytes, t.EstRows, t.EstBytes = srcRows, srcBytes, srcRows, srcBytes
+			pd.pend = 1
+			return true
+		}
 		fin := ps.finalize || ps.aggOp >= 0 && !ps.sink.IsExchange() && ps.sink != plan.OpResult
 		if fin && (srcRows > 0 || srcBytes > 0) {
 			ops := ps.p.Ops[len(ps.p.Ops)-1:]
@@ -350,6 +361,8 @@ func (s *Scheduler) completePipeTask(ps *pipe, t *Task, c *Completion) error {
 	s.devs[d].dirty = true
 	pd.pend--
 	switch {
+	case t.Kind == TaskKernel && ps.aggOp >= 0 && ps.sink.IsExchange():
+		// The state is emitted; its sends follow (flOut).
 	case t.Kind == TaskKernel: // finalize
 		s.freeDev(d, t.EstBytes)
 		real := max(c.OutBytes, 0)

@@ -47,8 +47,10 @@
 // every data-dependent kernel with a per-unit output unless Defer, which
 // instead syncs once per device at the end of the pipeline. When a device's
 // units are done, the pipeline flushes there: a finalize kernel (sort, top-k,
-// final aggregate over the accumulated output), the exchange or d2h of the
-// partial aggregate state, the deferred sync. A result pipeline ends with a
+// final aggregate over the accumulated output; for a partial aggregate
+// whose sink is an exchange, the kernel that emits its groups and splits
+// them by the sink), the exchange or d2h of the partial aggregate state, the
+// deferred sync. A result pipeline ends with a
 // host merge of its parts. A pipeline's retained output (hash table,
 // received partitions, final state) is freed when every pipeline reading it
 // has finished.

@@ -71,7 +71,7 @@ type pipeDev struct {
 
 const (
 	flNone     = iota // units still running
-	flFinalize        // finalize kernel (sort / top-k / agg-final over the accumulated output)
+	flFinalize        // finalize kernel (sort / top-k / agg-final over the accumulated output, or the emission of a state an exchange sends)
 	flOut             // sends / d2h of the aggregate state
 	flSync            // the one deferred sync
 	flDone
