@@ -205,7 +205,7 @@ func (d *runData) runOps(p int32, dev int, ops []plan.Op, in *cpu.Batch) (out *c
 				}
 			}
 			if b != nil || len(op.Keys) == 0 {
-				b, err = a.Result(true)
+				b, err = a.Emit(true)
 			}
 		case plan.OpSort, plan.OpTopK:
 			if b != nil {
@@ -288,7 +288,7 @@ func (d *runData) materialize(p int32, dev int) (rows, bytes int64, err error) {
 	pd.emitted[dev] = true
 	pd.state[dev] = nil
 	pd.mu.Unlock()
-	b, err := st.Result(false)
+	b, err := st.Emit(false)
 	if err != nil {
 		return 0, 0, fmt.Errorf("engine: %s pipeline %d: %w", d.plan.Name, p, err)
 	}

@@ -33,7 +33,7 @@ func Bytes(n int) []byte {
 
 // Fixed are the pointer-free element types Slice allocates.
 type Fixed interface {
-	int64 | int32 | float64 | uint64 | uint32 | bool | byte
+	int | int64 | int32 | float64 | uint64 | uint32 | bool | byte
 }
 
 // Slice is Bytes for n values of a pointer-free fixed-size type. It panics

@@ -3,9 +3,9 @@ package cpu
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
-	"slices"
 
 	"gostachio/internal/dirtmake"
 	"gostachio/plan"
@@ -439,13 +439,15 @@ func (a *Aggregator) aggExtend() {
 
 // aggGrowTo extends s to n values, the new ones v; capacity at least
 // doubles, so growing group by group stays linear.
-func aggGrowTo[T any](s []T, n int, v T) []T {
+func aggGrowTo[T dirtmake.Fixed](s []T, n int, v T) []T {
 	m := len(s)
 	if n <= m {
 		return s
 	}
 	if n > cap(s) {
-		s = slices.Grow(s, max(n, 2*cap(s))-m)
+		// Unzeroed: every element up to n is set below, and the room past
+		// it is set by the call that extends the length over it.
+		s = aggRoom(s, max(n, 2*cap(s))-m)
 	}
 	s = s[:n]
 	for i := m; i < n; i++ {
@@ -1253,6 +1255,28 @@ func aggRowEqual(b *Batch, kc []int, i int, kt []Vec, g int) bool {
 // aggregate; see Aggregator. The output is newly allocated and the
 // aggregator may keep folding afterwards.
 func (a *Aggregator) Result(final bool) (*Batch, error) {
+	return a.result(final, false)
+}
+
+// errAggEmitted is what an aggregator returns after Emit.
+var errAggEmitted = errors.New("cpu: aggregator used after Emit")
+
+// Emit is Result for an aggregator that is done: the batch's key columns
+// and integer and float64 states are the state's own memory (views of its
+// first Groups values), not copies. The emission of a partial state for an
+// exchange spent most of its time copying into fresh memory (q21: a
+// third of the kernel, page faults included). Every later call on a
+// returns an error; the batch owns the memory.
+func (a *Aggregator) Emit(final bool) (*Batch, error) {
+	b, err := a.result(final, true)
+	if a.err == nil {
+		a.err = errAggEmitted
+	}
+	a.kt, a.slots, a.ghash, a.table = nil, nil, nil, nil
+	return b, err
+}
+
+func (a *Aggregator) result(final, give bool) (*Batch, error) {
 	if a.err != nil {
 		return nil, a.err
 	}
@@ -1274,6 +1298,10 @@ func (a *Aggregator) Result(final bool) (*Batch, error) {
 			add(name, Vec{Type: TInt64, I64: []int64{}})
 			continue
 		}
+		if give {
+			add(name, vecHead(&a.kt[k], rows))
+			continue
+		}
 		add(name, GatherVec(&a.kt[k], aggIota(rows)))
 	}
 	for i := range a.slots {
@@ -1281,7 +1309,7 @@ func (a *Aggregator) Result(final bool) (*Batch, error) {
 		g := s.agg
 		switch {
 		case g.Fn == plan.AggCount:
-			add(g.As, s.aggInts(TInt64, 0, s.cnt, rows, zero))
+			add(g.As, s.aggInts(TInt64, 0, s.cnt, rows, zero, give))
 		case g.Fn == plan.AggAvg && final:
 			f := make([]float64, rows)
 			if s.typed && !zero {
@@ -1303,10 +1331,10 @@ func (a *Aggregator) Result(final bool) (*Batch, error) {
 			add(g.As, Vec{Type: TFloat64, F64: f})
 		case g.Fn == plan.AggAvg:
 			pc := g.PartialColumns()
-			add(pc[0], s.aggValues(rows, zero))
-			add(pc[1], s.aggInts(TInt64, 0, s.cnt, rows, zero))
+			add(pc[0], s.aggValues(rows, zero, give))
+			add(pc[1], s.aggInts(TInt64, 0, s.cnt, rows, zero, give))
 		default:
-			add(g.As, s.aggValues(rows, zero))
+			add(g.As, s.aggValues(rows, zero, give))
 		}
 	}
 	return out, nil
@@ -1320,8 +1348,12 @@ func aggIota(n int) []int32 {
 	return sel
 }
 
-// aggInts copies rows values of an int64 state as a vector of type t.
-func (s *aggSlot) aggInts(t Type, scale int8, xs []int64, rows int, zero bool) Vec {
+// aggInts copies rows values of an int64 state as a vector of type t
+// (with give, the vector is the state's memory).
+func (s *aggSlot) aggInts(t Type, scale int8, xs []int64, rows int, zero, give bool) Vec {
+	if give && s.typed && !zero {
+		return Vec{Type: t, Scale: scale, I64: xs[:rows:rows]}
+	}
 	out := make([]int64, rows)
 	if s.typed && !zero {
 		copy(out, xs[:rows])
@@ -1330,13 +1362,17 @@ func (s *aggSlot) aggInts(t Type, scale int8, xs []int64, rows int, zero bool) V
 }
 
 // aggValues emits the sum, min or max state (zero values if zero, or if
-// the slot never saw a value type: int64 zeros).
-func (s *aggSlot) aggValues(rows int, zero bool) Vec {
+// the slot never saw a value type: int64 zeros); with give, an int64 or
+// float64 state is emitted as its own memory.
+func (s *aggSlot) aggValues(rows int, zero, give bool) Vec {
 	if !s.typed {
 		return Vec{Type: TInt64, I64: make([]int64, rows)}
 	}
 	switch s.vt {
 	case TFloat64:
+		if give && !zero {
+			return Vec{Type: TFloat64, F64: s.f64[:rows:rows]}
+		}
 		out := make([]float64, rows)
 		if !zero {
 			copy(out, s.f64[:rows])
@@ -1363,5 +1399,5 @@ func (s *aggSlot) aggValues(rows int, zero bool) Vec {
 		}
 		return Vec{Type: TString, Off: off, Str: str}
 	}
-	return s.aggInts(s.vt, s.scale, s.i64, rows, zero)
+	return s.aggInts(s.vt, s.scale, s.i64, rows, zero, give)
 }

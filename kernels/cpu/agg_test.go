@@ -3,6 +3,7 @@ package cpu
 import (
 	"bytes"
 	"cmp"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -250,7 +251,11 @@ func TestAgg(t *testing.T) {
 				}
 				p := NewAggregator(keys, aggs, false)
 				ktFeed(t, r, p, b, aggs, lo, hi)
-				res, err := p.Result(false)
+				emit := p.Result
+				if len(partials)%2 == 0 {
+					emit = p.Emit // the state's own memory
+				}
+				res, err := emit(false)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -263,11 +268,17 @@ func TestAgg(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			got, err = fin.Result(true)
+			got, err = fin.Emit(true)
 			if err != nil {
 				t.Fatal(err)
 			}
 			ktSameBatch(t, fmt.Sprintf("%s merged from %d partials", what, len(partials)), got, wantFinal, 1e-12)
+			if _, err := fin.Result(true); !errors.Is(err, errAggEmitted) {
+				t.Errorf("%s: Result after Emit: %v, want errAggEmitted", what, err)
+			}
+			if err := fin.Merge(partials[0]); !errors.Is(err, errAggEmitted) {
+				t.Errorf("%s: Merge after Emit: %v, want errAggEmitted", what, err)
+			}
 
 			all, err := Concat(partials)
 			if err != nil {
