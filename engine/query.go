@@ -235,8 +235,9 @@ func OpenSession(ctx context.Context, ds *dataset.Dataset, opts QueryOptions) (*
 // GOGC is set in the environment, and a soft memory limit of
 // heapLimitFloor unless GOMEMLIMIT is. Queries allocate large, short-lived
 // vectors; at the default GOGC (100) the collector runs four times as
-// often and its assists land on the kernels. It returns a function that
-// restores the previous settings.
+// often and its assists land on the kernels. The heap's first
+// heapAdviseBytes are advised for huge pages (AdviseHeap). It returns a
+// function that restores the previous settings.
 func TuneGC() (restore func()) {
 	oldPercent, oldLimit := -2, int64(-1)
 	if os.Getenv("GOGC") == "" {
@@ -245,6 +246,7 @@ func TuneGC() (restore func()) {
 	if os.Getenv("GOMEMLIMIT") == "" {
 		oldLimit = debug.SetMemoryLimit(heapLimitFloor)
 	}
+	AdviseHeap(heapAdviseBytes)
 	return func() {
 		if oldPercent != -2 {
 			debug.SetGCPercent(oldPercent)
