@@ -76,7 +76,7 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 	// without, and a q1 aggregate of 129 Ki rows at 21 ms against 4–6 ms.
 	// The engine's queries stay well under their limit.
 	defer engine.TuneGC()()
-	debug.SetMemoryLimit(math.MaxInt64)
+	debug.SetMemoryLimit(harnessHeapLimit)
 	var out []Sample
 	fmt.Fprintln(logw, "calibrate: storage reads (sizes x depths, O_DIRECT)")
 	rs, err := microReads(ctx, ds, opts)
@@ -104,6 +104,11 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 		fmt.Fprintf(logw, "calibrate: pass %d of %d: kernels of the plans' operators\n", pass, passes)
 		if err := m.planOps(ctx); err != nil {
 			return nil, err
+		}
+		if !m.quick {
+			if err := m.bigFolds(ctx); err != nil {
+				return nil, err
+			}
 		}
 		fmt.Fprintf(logw, "calibrate: pass %d of %d: hash builds, probes, sorts\n", pass, passes)
 		if err := m.joinsAndSorts(); err != nil {
@@ -292,6 +297,17 @@ type micro struct {
 	batches map[string]*cpu.Batch // table -> chunk 0, all columns
 	out     []Sample
 }
+
+// harnessHeapLimit is the harness's soft memory limit: about four times
+// its live heap (≤ 0.8 GB: chunk 0 of every table, the builds' key
+// columns), as the engine's 1 GiB is for a query's. Under it the heap
+// recycles memory it has touched; without one (GOGC=400 alone) the heap
+// kept growing onto fresh memory, whose first touch is a page fault (4 KiB:
+// ~12 µs here; an advised 2 MiB page: ~1.7 ms of clearing) that landed in
+// whichever kernel was timed — the same 4096-row build measured 5 and 109
+// ns/row in two calibrations. At 1 GiB, too close to the live heap, the
+// collector ran back to back and returned memory at every cycle.
+const harnessHeapLimit = 3 << 30
 
 // maxBuildRows is the largest hash build measured: a device's share of
 // the largest builds of the TPC-H plans at SF1 (lineitem's 6M order keys,
@@ -571,6 +587,7 @@ func (m *micro) walk(p *plan.Plan, pi int, b *cpu.Batch, devices int, final bool
 			if err == nil {
 				m.add(op.Kind, op.Terms(), label, in, ns)
 				m.out[len(m.out)-1].StrTerms = op.StrTerms()
+				m.out[len(m.out)-1].Table = aggStateBytes(op, st)
 				if final {
 					err = m.aggFinal(p, pi, st, devices)
 				}
@@ -592,6 +609,104 @@ func (m *micro) walk(p *plan.Plan, pi int, b *cpu.Batch, devices int, final bool
 		m.out[len(m.out)-1].StrTerms = op.StrTerms()
 		if b == nil || b.Rows == 0 || op.Kind == plan.OpShuffle {
 			return nil
+		}
+	}
+	return nil
+}
+
+// aggStateBytes is the working set of a fold that left st: its groups at
+// the op's output width (costmodel.AggState prices the plan's estimate
+// of the same); 0 without keys.
+func aggStateBytes(op *plan.Op, st *cpu.Aggregator) int64 {
+	if len(op.Keys) == 0 {
+		return 0
+	}
+	return int64(st.Groups()) * int64(max(op.OutWidth, 8))
+}
+
+// bigFoldRows is the input of the large fold samples (bigFolds).
+const bigFoldRows = 2 << 20
+
+// bigFolds times, for each scan pipeline that ends in a grouped partial
+// aggregate after filters and projections only, one fold of its first
+// bigFoldRows rows into one state — the size a device's state reaches in
+// a query (q21 and q18 at SF1: ~750 K orders per device), where the
+// chunk-0 samples of planOps stay within the caches (≤ 33 K groups).
+func (m *micro) bigFolds(ctx context.Context) error {
+	tables := tpch.PlanStats(m.ds)
+	sf := m.ds.Manifest.ScaleFactor
+	if !(sf > 0) {
+		var err error
+		if sf, err = plan.TPCHScaleFactor(tables); err != nil {
+			return fmt.Errorf("calibrate: %w", err)
+		}
+	}
+	for _, q := range queries.Names() {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		p, err := queries.Build(q, sf, tables)
+		if err != nil {
+			return fmt.Errorf("calibrate: %w", err)
+		}
+	pipes:
+		for pi := range p.Pipelines {
+			pl := &p.Pipelines[pi]
+			if pl.Source.Kind != plan.SourceScan {
+				continue
+			}
+			agg := -1
+			for oi := 1; oi < len(pl.Ops); oi++ {
+				switch pl.Ops[oi].Kind {
+				case plan.OpFilter, plan.OpProject:
+					continue
+				case plan.OpAggPartial:
+					agg = oi
+				}
+				break
+			}
+			if agg < 0 || len(pl.Ops[agg].Keys) == 0 {
+				continue
+			}
+			name := p.Tables[pl.Source.Table].Name
+			base, err := m.table(name)
+			if err != nil {
+				return err
+			}
+			if base.Rows >= bigFoldRows {
+				continue
+			}
+			in, err := m.leading(name, bigFoldRows, pl.Ops[0].Out)
+			if err != nil {
+				return err
+			}
+			if in.Rows <= base.Rows {
+				continue // the table is one chunk: planOps measured it whole
+			}
+			b := in
+			for oi := 1; oi < agg; oi++ {
+				op := &pl.Ops[oi]
+				if op.Kind == plan.OpFilter {
+					b, err = cpu.Filter(b, op.Expr)
+				} else {
+					b, err = cpu.Project(b, op.Expr.(plan.Projection))
+				}
+				if err != nil {
+					return fmt.Errorf("calibrate: %s pipeline %d: %w", q, pi, err)
+				}
+				if b == nil || b.Rows == 0 {
+					continue pipes
+				}
+			}
+			op := &pl.Ops[agg]
+			var st *cpu.Aggregator
+			ns, err := m.time(func() (e error) { st, e = fold(op, b); return })
+			if err != nil {
+				return fmt.Errorf("calibrate: %s pipeline %d: %w", q, pi, err)
+			}
+			m.add(op.Kind, op.Terms(), fmt.Sprintf("%s p%d %s %d rows", p.Name, pi, op.Kind, in.Rows), b, ns)
+			m.out[len(m.out)-1].StrTerms = op.StrTerms()
+			m.out[len(m.out)-1].Table = aggStateBytes(op, st)
 		}
 	}
 	return nil

@@ -169,17 +169,31 @@ func (d *Device) WorkShared(ops []plan.Op, kind plan.OpKind, bytes, rows int64, 
 		}
 		if int(op.Kind) < len(d.Ops) {
 			ws := b
-			if op.Kind == plan.OpHashProbe {
+			switch op.Kind {
+			case plan.OpHashProbe:
 				ws = 0
 				if table != nil {
 					ws = table(op.Build)
 				}
+			case plan.OpAggPartial:
+				ws = AggState(op)
 			}
 			t += d.Ops[op.Kind].NsExpr(b, r, op.Terms(), op.StrTerms(), nb, ws*sharers)
 		}
 		b, r = nb, nr
 	}
 	return t
+}
+
+// AggState is the working set of a partial aggregate op: its group table
+// at the plan's estimated groups, Groups·OutWidth bytes (a device folds
+// every unit into one state, so a unit's rows look up a table of the
+// whole state's size, not of the unit's groups). 0 without keys.
+func AggState(op *plan.Op) float64 {
+	if len(op.Keys) == 0 || op.Groups <= 1 {
+		return 0
+	}
+	return float64(op.Groups) * float64(max(op.OutWidth, 8))
 }
 
 // UnmarshalYAML reads a device table:
