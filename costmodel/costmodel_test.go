@@ -166,7 +166,7 @@ func TestAggregateWorkingSetIsItsState(t *testing.T) {
 	if want := 1000 + 1000*50*(1-1.0/64); math.Abs(large-want) > 1e-6 {
 		t.Errorf("state past the cache: %g ns, want %g", large, want)
 	}
-	if got := unit(4<<20); math.Abs(got-1000) > 1e-6 {
+	if got := unit(4 << 20); math.Abs(got-1000) > 1e-6 {
 		t.Errorf("no keys: %g ns, want 1000 (no state to miss on)", got)
 	}
 }
