@@ -189,26 +189,57 @@ func microReads(ctx context.Context, ds *dataset.Dataset, opts MicroOptions) ([]
 		return nil, fmt.Errorf("calibrate: %s (%d bytes) is too small for the read benchmark", path, size)
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x5eed))
-	rng.Shuffle(len(cfgs), func(i, j int) { cfgs[i], cfgs[j] = cfgs[j], cfgs[i] })
 	// Warm-up: ring setup and first-use registration are not a read's cost.
 	if err := readBatch(ctx, r, path, size, 0, 4096, 1, 1); err != nil {
 		return nil, err
 	}
-	var out []Sample
-	off := int64(0)
-	for _, c := range cfgs {
-		total := min(max(target, 8*c.size*int64(c.depth)), capB)
-		n := int(max(total/c.size, int64(c.depth)))
-		start := time.Now()
-		if err := readBatch(ctx, r, path, size, off, c.size, c.depth, n); err != nil {
-			return nil, err
+	// Every configuration is read once per pass, the passes in new
+	// seeded orders, and a configuration's sample is the median of its
+	// passes: this guest's disk moves between 0.5 and 3 GB/s from one
+	// minute to the next, and a single pass fitted curves that fell with
+	// queue depth.
+	passes := opts.Passes
+	if passes <= 0 {
+		passes = 3
+		if opts.Quick {
+			passes = 1
 		}
-		el := time.Since(start)
-		off = (off + int64(n)*c.size) % size
+	}
+	ns := make([][]int64, len(cfgs))
+	tasks := make([]int, len(cfgs))
+	off := int64(0)
+	order := make([]int, len(cfgs))
+	for i := range order {
+		order[i] = i
+	}
+	for range passes {
+		rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+		for _, ci := range order {
+			c := cfgs[ci]
+			total := min(max(target, 8*c.size*int64(c.depth)), capB)
+			n := int(max(total/c.size, int64(c.depth)))
+			start := time.Now()
+			if err := readBatch(ctx, r, path, size, off, c.size, c.depth, n); err != nil {
+				return nil, err
+			}
+			ns[ci] = append(ns[ci], time.Since(start).Nanoseconds())
+			tasks[ci] = n
+			off = (off + int64(n)*c.size) % size
+		}
+	}
+	var out []Sample
+	for ci, c := range cfgs {
 		out = append(out, Sample{Component: CompRead, Case: fmt.Sprintf("read %dKiB qd%d", c.size>>10, c.depth),
-			Bytes: c.size, Depth: c.depth, Tasks: n, Ns: el.Nanoseconds()})
+			Bytes: c.size, Depth: c.depth, Tasks: tasks[ci], Ns: medianInt64(ns[ci])})
 	}
 	return out, nil
+}
+
+// medianInt64 is the median of xs (the lower middle of an even count); xs
+// is reordered.
+func medianInt64(xs []int64) int64 {
+	slices.Sort(xs)
+	return xs[(len(xs)-1)/2]
 }
 
 // readBatch reads n spans of size bytes from off on (wrapping at limit),
