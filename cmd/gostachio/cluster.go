@@ -142,16 +142,18 @@ func newExchangePeerCmd() *cobra.Command {
 
 func newColocatePeerCmd() *cobra.Command {
 	var d time.Duration
+	var threads int
 	cmd := &cobra.Command{
 		Use:    "colocate-peer",
 		Short:  "One process of bench-sim's co-location measurement (started by it)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return cluster.RunColocatePeer(c.Context(), d, os.Stdin, c.OutOrStdout())
+			return cluster.RunColocatePeer(c.Context(), d, threads, os.Stdin, c.OutOrStdout())
 		},
 	}
 	cmd.Flags().DurationVar(&d, "duration", 2*time.Second, "length of the kernel loop")
+	cmd.Flags().IntVar(&threads, "threads", 0, "kernel loops at once (0: one per core)")
 	return cmd
 }
 

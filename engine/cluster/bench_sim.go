@@ -170,12 +170,12 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
 	if o.Colocation == 0 {
-		c, err := MeasureColocation(ctx, ColocationOptions{Exe: o.Exe, Nodes: o.Nodes, Duration: o.ColocationDuration, Rounds: o.ColocationRounds})
+		c, err := MeasureColocation(ctx, ColocationOptions{Exe: o.Exe, Nodes: o.Nodes, Duration: o.ColocationDuration, Rounds: o.ColocationRounds, Threads: o.Devices})
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(w, "co-location: %d processes did %.3f of one process's kernel-loop work (medians of %d rounds: %.1f vs %.1f iterations/s)\n",
-			o.Nodes, c.Efficiency, len(c.Alone), stats.Median(c.Together), stats.Median(c.Alone))
+		fmt.Fprintf(w, "co-location: %d processes of %d kernel loops did %.3f of one process's work on every core (medians of %d rounds: %.1f vs %.1f iterations/s)\n",
+			o.Nodes, o.Devices, c.Efficiency, len(c.Alone), stats.Median(c.Together), stats.Median(c.Alone))
 		o.Colocation = min(c.Efficiency, 1)
 	}
 	prof, err := DeriveProfile(src, o.Nodes, o.Devices, o.Cores, o.Link, o.Latency, o.Colocation)

@@ -98,7 +98,10 @@ func TestMeasureColocation(t *testing.T) {
 		t.Errorf("two processes: %+v, want a positive efficiency", two)
 	}
 	t.Logf("2 processes: efficiency %.3f", two.Efficiency)
-	if err := RunColocatePeer(context.Background(), 0, strings.NewReader(""), io.Discard); err == nil {
+	if err := RunColocatePeer(context.Background(), 0, 0, strings.NewReader(""), io.Discard); err == nil {
 		t.Error("a peer with duration 0 ran")
+	}
+	if err := RunColocatePeer(context.Background(), time.Second, -1, strings.NewReader(""), io.Discard); err == nil {
+		t.Error("a peer with -1 threads ran")
 	}
 }

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"strconv"
 	"bufio"
 	"bytes"
 	"context"
@@ -45,6 +46,11 @@ type ColocationOptions struct {
 	// Duration of each measurement; Rounds of each, alternating.
 	Duration time.Duration
 	Rounds   int
+	// Threads is how many kernel loops each of the Nodes processes runs
+	// at once: a worker's devices, the most kernels it runs together
+	// (0: GOMAXPROCS). The process alone runs GOMAXPROCS loops, as the
+	// single-process engine runs a device per core.
+	Threads int
 }
 
 // ColocationResult is the measurement: kernel-loop iterations per second,
@@ -74,7 +80,11 @@ func MeasureColocation(ctx context.Context, o ColocationOptions) (ColocationResu
 	}
 	for range o.Rounds {
 		for _, n := range counts {
-			rate, err := colocateRound(ctx, o.Exe, n, o.Duration)
+			threads := 0 // the peer's GOMAXPROCS
+			if n > 1 {
+				threads = o.Threads
+			}
+			rate, err := colocateRound(ctx, o.Exe, n, threads, o.Duration)
 			if err != nil {
 				return res, err
 			}
@@ -96,9 +106,10 @@ func MeasureColocation(ctx context.Context, o ColocationOptions) (ColocationResu
 	return res, nil
 }
 
-// colocateRound starts n peers, lets them all set up, starts them at once
-// and returns their summed iterations per second.
-func colocateRound(ctx context.Context, exe string, n int, d time.Duration) (float64, error) {
+// colocateRound starts n peers of threads kernel loops each (0: their
+// GOMAXPROCS), lets them all set up, starts them at once and returns their
+// summed iterations per second.
+func colocateRound(ctx context.Context, exe string, n, threads int, d time.Duration) (float64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	type peer struct {
 		cmd  *exec.Cmd
@@ -117,7 +128,7 @@ func colocateRound(ctx context.Context, exe string, n int, d time.Duration) (flo
 		}
 	}()
 	for i := range peers {
-		p := &peer{cmd: exec.CommandContext(ctx, exe, "cluster", "colocate-peer", "--duration", d.String())}
+		p := &peer{cmd: exec.CommandContext(ctx, exe, "cluster", "colocate-peer", "--duration", d.String(), "--threads", strconv.Itoa(threads))}
 		p.cmd.Stderr = &p.errb
 		in, err := p.cmd.StdinPipe()
 		if err != nil {
@@ -163,12 +174,18 @@ type colocateReport struct {
 
 // RunColocatePeer is one process of the measurement (the hidden `gostachio
 // cluster colocate-peer`): it builds its inputs, writes "ready", waits
-// for stdin to end, runs the kernel loop on every core it has (as a
-// worker's kernels do, with the workers' garbage collector settings) for
-// d and writes a colocateReport as JSON.
-func RunColocatePeer(ctx context.Context, d time.Duration, stdin io.Reader, stdout io.Writer) error {
+// for stdin to end, runs threads kernel loops at once (0: one per core it
+// has; as a worker's kernels do, with the workers' garbage collector
+// settings) for d and writes a colocateReport as JSON.
+func RunColocatePeer(ctx context.Context, d time.Duration, threads int, stdin io.Reader, stdout io.Writer) error {
 	if d <= 0 {
 		return fmt.Errorf("cluster: colocate-peer: duration %v", d)
+	}
+	if threads < 0 {
+		return fmt.Errorf("cluster: colocate-peer: %d threads", threads)
+	}
+	if threads == 0 {
+		threads = runtime.GOMAXPROCS(0)
 	}
 	defer engine.TuneGC()()
 	build, probe := colocateInputs()
@@ -182,7 +199,7 @@ func RunColocatePeer(ctx context.Context, d time.Duration, stdin io.Reader, stdo
 	start := time.Now()
 	end := start.Add(d)
 	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
+	for range threads {
 		wg.Go(func() {
 			for time.Now().Before(end) && ctx.Err() == nil {
 				if err := colocateIteration(build, probe); err != nil {
