@@ -1,7 +1,6 @@
 package cluster
 
 import (
-	"strconv"
 	"bufio"
 	"bytes"
 	"context"
@@ -10,6 +9,7 @@ import (
 	"io"
 	"os/exec"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
