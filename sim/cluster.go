@@ -201,9 +201,13 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 			c.nvOut = append(c.nvOut, per(LinkNVLinkOut, nd, n.GPUs, p.Intra.Bandwidth.PerNs()))
 			c.nvIn = append(c.nvIn, per(LinkNVLinkIn, nd, n.GPUs, p.Intra.Bandwidth.PerNs()))
 		}
-		if n.SharedMachine && nd > 0 {
+		switch {
+		case n.SharedMachine && nd > 0:
 			c.host = append(c.host, c.host[0])
-		} else {
+		case n.SharedMachine && n.Colocation > 0 && n.Colocation < 1:
+			c.info = append(c.info, LinkInfo{LinkHost, nd, 0})
+			c.host = append(c.host, c.net.AddSharedCoresLink(n.HostCores, n.Colocation, n.ColocationKernels))
+		default:
 			c.host = append(c.host, add(LinkHost, nd, 0, n.HostCores))
 		}
 		if oversub {

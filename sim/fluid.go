@@ -33,6 +33,7 @@ type link struct {
 	peak    float64            // the most it can reach (bound)
 	storage *costmodel.Storage // non-nil: capacity = storage.BandwidthAt(qd)
 	qd      int                // outstanding requests of active flows
+	shared  *sharedCores       // non-nil: capacity falls with oversubscription
 
 	// statistics
 	busySince int64
@@ -134,6 +135,34 @@ func (n *Net) AddLink(capacity float64) LinkID {
 // (bytes/ns). s must be valid (costmodel.Storage.Validate) and outlive n.
 func (n *Net) AddStorageLink(s *costmodel.Storage) LinkID {
 	n.links = append(n.links, link{storage: s, peak: s.MaxBandwidth() / 1e9})
+	return LinkID(len(n.links) - 1)
+}
+
+// sharedCores is a compute link of cores shared by more runnable jobs
+// than it has cores: with n active flows its capacity is
+//
+//	cores · (1 − (1 − eff) · clamp((n − cores) / (full − cores), 0, 1))
+//
+// full capacity up to one flow per core, eff of it at full flows and past.
+type sharedCores struct {
+	cores, eff float64
+	full       float64
+}
+
+func (c *sharedCores) capacity(n int) float64 {
+	over := (float64(n) - c.cores) / (c.full - c.cores)
+	return c.cores * (1 - (1-c.eff)*min(max(over, 0), 1))
+}
+
+// AddSharedCoresLink adds a compute link of cores (busy-ns per ns) whose
+// capacity falls linearly from cores, with up to cores active flows, to
+// cores·eff with full or more (sharedCores). It panics unless 0 < eff ≤ 1
+// and full > cores > 0.
+func (n *Net) AddSharedCoresLink(cores, eff float64, full int) LinkID {
+	if !(cores > 0 && eff > 0 && eff <= 1 && float64(full) > cores) {
+		panic("sim: AddSharedCoresLink needs 0 < eff <= 1 and full > cores > 0")
+	}
+	n.links = append(n.links, link{capacity: cores, peak: cores, shared: &sharedCores{cores: cores, eff: eff, full: float64(full)}})
 	return LinkID(len(n.links) - 1)
 }
 
@@ -381,6 +410,9 @@ func (n *Net) solve(cl, cf []int32) {
 		l := &n.links[lid]
 		if l.storage != nil {
 			l.capacity = l.storage.BandwidthAt(float64(l.qd)) / 1e9
+		}
+		if l.shared != nil {
+			l.capacity = l.shared.capacity(len(l.flows))
 		}
 		l.residual = l.capacity
 		l.unfrozen = int32(len(l.flows))

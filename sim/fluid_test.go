@@ -123,3 +123,33 @@ func runFluidScenario(input string) (string, error) {
 	}
 	return b.String(), nil
 }
+
+// A shared-cores link runs up to one flow per core at full speed and
+// loses throughput linearly past that: 2 cores, efficiency 0.5 at 4 flows.
+// Flows of 1000 busy-ns capped at one core each: 2 at once end at 1000 ns;
+// 3 share 2·(1 − 0.5·0.5) = 1.5 cores (0.5 each) and end at 2000 ns; 4 (and
+// 6: clamped) share 2·0.5 = 1 core and end at 4000 (6000) ns.
+func TestSharedCoresLink(t *testing.T) {
+	for _, tc := range []struct {
+		flows int
+		end   int64
+	}{{1, 1000}, {2, 1000}, {3, 2000}, {4, 4000}, {6, 6000}} {
+		n := NewNet()
+		l := n.AddSharedCoresLink(2, 0.5, 4)
+		for i := range tc.flows {
+			n.Start(FlowSpec{Links: []LinkID{l}, Size: 1000, Limit: 1, Tag: int32(i)})
+		}
+		for range tc.flows {
+			_, _, end, ok := n.Step()
+			if !ok || end != tc.end {
+				t.Errorf("%d flows: a flow ended at %d (ok %v), want %d", tc.flows, end, ok, tc.end)
+			}
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("AddSharedCoresLink with full <= cores did not panic")
+		}
+	}()
+	NewNet().AddSharedCoresLink(2, 0.5, 2)
+}

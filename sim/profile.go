@@ -74,6 +74,15 @@ type NodeSpec struct {
 	// shared too, so a kernel's working set counts once per node against
 	// the cost terms' cache sizes. GPUs, PCIe links and NICs stay per node.
 	SharedMachine bool `yaml:"shared_machine"`
+	// Colocation, with SharedMachine, is the share of the host's
+	// throughput left when ColocationKernels kernels run on its host_cores
+	// at once (the workers' co-location efficiency that `gostachio cluster
+	// bench-sim` measures): the host keeps its full host_cores while no
+	// more flows than cores are running on it, and loses throughput
+	// linearly with the flows past that, down to Colocation at
+	// ColocationKernels (and no further). 0: no loss.
+	Colocation        float64 `yaml:"colocation,omitempty"`
+	ColocationKernels int     `yaml:"colocation_kernels,omitempty"`
 }
 
 // PCIeSpec is one GPU's PCIe link.
@@ -193,6 +202,12 @@ func (p *Profile) Validate() error {
 		return fmt.Errorf("node needs at least one gpu, ssd and nic (gpus %d, ssds %d, nics %d)", n.GPUs, n.SSDs, n.NICs)
 	case n.HostCores <= 0:
 		return fmt.Errorf("node.host_cores must be positive")
+	case n.Colocation < 0 || n.Colocation > 1:
+		return fmt.Errorf("node.colocation %g outside [0, 1]", n.Colocation)
+	case n.Colocation > 0 && float64(n.ColocationKernels) <= n.HostCores:
+		return fmt.Errorf("node.colocation_kernels %d must exceed host_cores %g (the load at which colocation was measured)", n.ColocationKernels, n.HostCores)
+	case n.Colocation > 0 && !n.SharedMachine:
+		return fmt.Errorf("node.colocation needs node.shared_machine")
 	case n.MergeThreads < 0 || n.KernelThreads < 0:
 		return fmt.Errorf("node.merge_threads and node.kernel_threads must not be negative")
 	case n.DeviceMemory <= 0 || n.PinnedMemory <= 0:

@@ -72,11 +72,15 @@ type SimBenchRow struct {
 // profile's): the workers are processes of this machine sharing its cores
 // and its disk, which the simulator then shares among the nodes' tasks as
 // the operating system does (a worker waiting on the network leaves its
-// share to the others). host_cores is scaled by efficiency, the share of
-// the cores' single-process speed the workers get together
-// (MeasureColocation; 1 for none). Only the lines of those fields change
-// (the shared_machine line is added after host_cores when the profile has
-// none); comments say what was done.
+// share to the others). efficiency, the share of the cores'
+// single-process throughput the workers' nodes·devices kernels get when
+// they all run at once (MeasureColocation; 1 for none), becomes
+// node.colocation with node.colocation_kernels = nodes·devices: the
+// simulated host keeps its full cores while no more kernels than cores
+// run and loses throughput only past that (sim.NodeSpec.Colocation).
+// Only the lines of those fields change (shared_machine and the
+// colocation lines are added after host_cores; colocation lines already in
+// src are replaced); comments say what was done.
 func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency time.Duration, efficiency float64) ([]byte, error) {
 	if nodes < 1 || devices < 1 || cores < 1 || link.Rate <= 0 {
 		return nil, fmt.Errorf("cluster: derive profile: need nodes, devices, cores >= 1 and a link rate")
@@ -96,6 +100,9 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
 		indented := strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ")
 		extra := ""
+		if ok && indented && section == "node" && (key == "colocation" || key == "colocation_kernels") {
+			continue // written after host_cores
+		}
 		if ok && indented {
 			val, _, _ = strings.Cut(strings.TrimSpace(val), "#")
 			val = strings.TrimSpace(val)
@@ -112,15 +119,19 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 				if err != nil {
 					return nil, fmt.Errorf("cluster: derive profile: host_cores %q", val)
 				}
-				why := fmt.Sprintf("this machine's %d cores, shared by the %d workers", cores, nodes)
-				if efficiency < 1 {
-					why += fmt.Sprintf(", x %.3f: their measured co-location efficiency", efficiency)
-				}
-				set(strconv.FormatFloat(min(f, float64(cores))*efficiency, 'g', 4, 64), why)
+				hc := min(f, float64(cores))
+				set(strconv.FormatFloat(hc, 'g', 4, 64), fmt.Sprintf("this machine's %d cores, shared by the %d workers", cores, nodes))
+				var more []string
 				if !hasShared {
-					extra = "  shared_machine: true  # " + sharedWhy
+					more = append(more, "  shared_machine: true  # "+sharedWhy)
 					seen["node.shared_machine"] = true
 				}
+				if k := nodes * devices; efficiency < 1 && float64(k) > hc {
+					more = append(more,
+						fmt.Sprintf("  colocation: %s  # measured: %d kernel loops in %d processes did this share of one process's throughput", strconv.FormatFloat(efficiency, 'g', 4, 64), k, nodes),
+						fmt.Sprintf("  colocation_kernels: %d  # the workers' kernels at once (%d x --devices %d)", k, nodes, devices))
+				}
+				extra = strings.Join(more, "\n")
 			case "node.shared_machine":
 				set("true", sharedWhy)
 			case "nic.bandwidth":

@@ -54,16 +54,28 @@ func TestDeriveProfile(t *testing.T) {
 			t.Errorf("deriving twice differs (%v):\n%s\n---\n%s", err, out, again)
 		}
 	}
-	// A co-location efficiency scales the shared cores, and says so.
-	out, err := DeriveProfile(src, 4, 1, 1, Link{Rate: 1e9}, 0, 0.4)
+	// A co-location efficiency becomes the host's loss under
+	// oversubscription (4 workers x 1 device on 2 cores), keeps the cores,
+	// says so, and deriving again replaces it.
+	out, err := DeriveProfile(src, 4, 1, 2, Link{Rate: 1e9}, 0, 0.4)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p, err := sim.ParseProfile("derived", out); err != nil || p.Node.HostCores != 0.4 {
-		t.Errorf("efficiency 0.4 on 1 core: %v host cores (%v), want 0.4", p.Node.HostCores, err)
+	p, err := sim.ParseProfile("derived", out)
+	if err != nil || p.Node.HostCores != min(2, orig.Node.HostCores) || p.Node.Colocation != 0.4 || p.Node.ColocationKernels != 4 {
+		t.Errorf("efficiency 0.4, 4 workers on 2 cores: node %+v (%v), want 2 cores, colocation 0.4 at 4 kernels", p.Node, err)
 	}
-	if !strings.Contains(string(out), "co-location efficiency") {
-		t.Errorf("the derived host_cores line does not say it was scaled:\n%s", out)
+	if !strings.Contains(string(out), "colocation: 0.4  # measured") {
+		t.Errorf("the derived colocation line does not say where it comes from:\n%s", out)
+	}
+	again, err := DeriveProfile(out, 4, 1, 2, Link{Rate: 1e9}, 0, 0.5)
+	if p2, err2 := sim.ParseProfile("again", again); err != nil || err2 != nil || p2.Node.Colocation != 0.5 || strings.Count(string(again), "colocation:") != 1 {
+		t.Errorf("deriving again with 0.5: %v %v\n%s", err, err2, again)
+	}
+	// No more kernels than cores: nothing to lose, no colocation lines.
+	out, err = DeriveProfile(src, 2, 1, 2, Link{Rate: 1e9}, 0, 0.4)
+	if p, err2 := sim.ParseProfile("derived", out); err != nil || err2 != nil || p.Node.Colocation != 0 {
+		t.Errorf("2 workers x 1 device on 2 cores: colocation %v (%v, %v), want none", p.Node.Colocation, err, err2)
 	}
 	for _, eff := range []float64{0, -1, 1.5} {
 		if _, err := DeriveProfile(src, 4, 1, 1, Link{Rate: 1e9}, 0, eff); err == nil {
