@@ -2,7 +2,11 @@
 
 package cuda
 
-import "github.com/ebitengine/purego"
+import (
+	"runtime"
+
+	"github.com/ebitengine/purego"
+)
 
 // The binding reaches libcuda through purego: dlopen and dlsym, and calls
 // through RegisterFunc, with no cgo and no link-time dependency, so the
@@ -13,12 +17,20 @@ const bindingSupported = true
 
 // openLibrary dlopens path (RTLD_NOW: a missing symbol fails at bind time
 // anyway; RTLD_LOCAL: libcuda's symbols stay out of the global namespace).
+// The thread is locked: purego reads dlerror in a second call, and
+// dlerror's message belongs to the thread that failed — on another thread
+// it is empty (a failed load then said nothing of why, seen in the tests).
 func openLibrary(path string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	return purego.Dlopen(path, purego.RTLD_NOW|purego.RTLD_LOCAL)
 }
 
-// lookupSymbol returns the address of name in lib, or an error.
+// lookupSymbol returns the address of name in lib, or an error (on a
+// locked thread, as openLibrary).
 func lookupSymbol(lib uintptr, name string) (uintptr, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	return purego.Dlsym(lib, name)
 }
 
