@@ -547,14 +547,9 @@ func checkOffsets(b *cpu.Batch) error {
 	return nil
 }
 
-// planOps runs, for every scan pipeline of the 22 TPC-H plans, the
-// pipeline's leading operators over its table's stored rows as the engine
-// runs them per chunk — filters with the plan's predicates (so
-// selectivities are the real ones), projections, the partial aggregate
-// (and the consuming pipeline's final aggregate over two devices' partial
-// states) and the shuffle's partitioning — up to the first operator that
-// needs another pipeline's output (a probe).
-func (m *micro) planOps(ctx context.Context) error {
+// eachPlan builds the 22 TPC-H plans for the dataset's scale factor and
+// calls fn with each, stopping at its first error or when ctx ends.
+func (m *micro) eachPlan(ctx context.Context, fn func(p *plan.Plan) error) error {
 	tables := tpch.PlanStats(m.ds)
 	sf := m.ds.Manifest.ScaleFactor
 	if !(sf > 0) {
@@ -563,7 +558,6 @@ func (m *micro) planOps(ctx context.Context) error {
 			return fmt.Errorf("calibrate: %w", err)
 		}
 	}
-	devices := runtime.GOMAXPROCS(0)
 	for _, q := range queries.Names() {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -572,6 +566,24 @@ func (m *micro) planOps(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("calibrate: %w", err)
 		}
+		if err := fn(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// planOps runs, for every scan pipeline of the 22 TPC-H plans, the
+// pipeline's leading operators over its table's stored rows as the engine
+// runs them per chunk — filters with the plan's predicates (so
+// selectivities are the real ones), projections, the partial aggregate
+// (and the consuming pipeline's final aggregate over two devices' partial
+// states) and the shuffle's partitioning — up to the first operator that
+// needs another pipeline's output (a probe).
+func (m *micro) planOps(ctx context.Context) error {
+	devices := runtime.GOMAXPROCS(0)
+	return m.eachPlan(ctx, func(p *plan.Plan) error {
+		q := p.Name
 		for pi := range p.Pipelines {
 			pl := &p.Pipelines[pi]
 			if pl.Source.Kind != plan.SourceScan {
@@ -593,8 +605,8 @@ func (m *micro) planOps(ctx context.Context) error {
 				}
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // walk times pipeline pi's ops after the scan over b (see planOps); with
@@ -664,22 +676,8 @@ const bigFoldRows = 2 << 20
 // a query (q21 and q18 at SF1: ~750 K orders per device), where the
 // chunk-0 samples of planOps stay within the caches (≤ 33 K groups).
 func (m *micro) bigFolds(ctx context.Context) error {
-	tables := tpch.PlanStats(m.ds)
-	sf := m.ds.Manifest.ScaleFactor
-	if !(sf > 0) {
-		var err error
-		if sf, err = plan.TPCHScaleFactor(tables); err != nil {
-			return fmt.Errorf("calibrate: %w", err)
-		}
-	}
-	for _, q := range queries.Names() {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		p, err := queries.Build(q, sf, tables)
-		if err != nil {
-			return fmt.Errorf("calibrate: %w", err)
-		}
+	return m.eachPlan(ctx, func(p *plan.Plan) error {
+		q := p.Name
 	pipes:
 		for pi := range p.Pipelines {
 			pl := &p.Pipelines[pi]
@@ -739,8 +737,8 @@ func (m *micro) bigFolds(ctx context.Context) error {
 			m.out[len(m.out)-1].StrTerms = op.StrTerms()
 			m.out[len(m.out)-1].Table = aggStateBytes(op, st)
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 // fold is the engine's partial aggregation of one batch: arguments
