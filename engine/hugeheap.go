@@ -36,6 +36,14 @@ func AdviseHeap(size int64) {
 		return
 	}
 	heapAdvised.Do(func() {
+		// Only where the advice changes anything, and never an allocation
+		// the kernel could refuse (the runtime would abort): under strict
+		// overcommit, or past half the machine's memory (the heuristic
+		// mode refuses a mapping larger than memory and swap).
+		size = min(size, adviseHeapLimit())
+		if size <= 0 {
+			return
+		}
 		b := make([]byte, size)
 		adviseHuge(b)
 		runtime.KeepAlive(b)
