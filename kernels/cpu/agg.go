@@ -1299,7 +1299,7 @@ func (a *Aggregator) result(final, give bool) (*Batch, error) {
 			continue
 		}
 		if give {
-			add(name, vecHead(&a.kt[k], rows))
+			add(name, sliceVec(&a.kt[k], 0, rows))
 			continue
 		}
 		add(name, GatherVec(&a.kt[k], aggIota(rows)))

@@ -190,28 +190,40 @@ func Slice(b *Batch, lo, hi int) *Batch {
 	}
 	out := &Batch{Names: append([]string(nil), b.Names...), Cols: make([]Vec, len(b.Cols)), Rows: hi - lo}
 	for c := range b.Cols {
-		v := &b.Cols[c]
-		o := Vec{Type: v.Type, Scale: v.Scale}
-		switch v.Type {
-		case TInt64, TDecimal:
-			o.I64 = v.I64[lo:hi:hi]
-		case TInt32, TDate:
-			o.I32 = v.I32[lo:hi:hi]
-		case TFloat64:
-			o.F64 = v.F64[lo:hi:hi]
-		case TBool:
-			o.B = v.B[lo:hi:hi]
-		case TString:
-			o.Off = make([]int32, hi-lo+1)
-			if hi > lo {
-				base, end := v.Off[lo], v.Off[hi]
-				for i, x := range v.Off[lo : hi+1] {
-					o.Off[i] = x - base
-				}
-				o.Str = v.Str[base:end:end]
-			}
-		}
-		out.Cols[c] = o
+		out.Cols[c] = sliceVec(&b.Cols[c], lo, hi)
 	}
 	return out
+}
+
+// sliceVec is values [lo, hi) of v as a view (capacity clipped, so an
+// append to it cannot write over v's later values); string offsets are
+// rebased into a new slice unless lo is 0. The caller checks the bounds.
+func sliceVec(v *Vec, lo, hi int) Vec {
+	o := Vec{Type: v.Type, Scale: v.Scale}
+	switch v.Type {
+	case TInt64, TDecimal:
+		o.I64 = v.I64[lo:hi:hi]
+	case TInt32, TDate:
+		o.I32 = v.I32[lo:hi:hi]
+	case TFloat64:
+		o.F64 = v.F64[lo:hi:hi]
+	case TBool:
+		o.B = v.B[lo:hi:hi]
+	case TString:
+		switch {
+		case hi == lo || len(v.Off) == 0:
+			o.Off = []int32{0}
+		case lo == 0:
+			end := v.Off[hi]
+			o.Off, o.Str = v.Off[:hi+1:hi+1], v.Str[:end:end]
+		default:
+			o.Off = make([]int32, hi-lo+1)
+			base, end := v.Off[lo], v.Off[hi]
+			for i, x := range v.Off[lo : hi+1] {
+				o.Off[i] = x - base
+			}
+			o.Str = v.Str[base:end:end]
+		}
+	}
+	return o
 }

@@ -195,28 +195,3 @@ func Empty(like *Batch) *Batch {
 	}
 	return out
 }
-
-// vecHead is a view of v's first n values, capacity clipped so that an
-// append to the view cannot write over v's later values.
-func vecHead(v *Vec, n int) Vec {
-	h := Vec{Type: v.Type, Scale: v.Scale}
-	switch v.Type {
-	case TInt64, TDecimal:
-		h.I64 = v.I64[:n:n]
-	case TInt32, TDate:
-		h.I32 = v.I32[:n:n]
-	case TFloat64:
-		h.F64 = v.F64[:n:n]
-	case TBool:
-		h.B = v.B[:n:n]
-	case TString:
-		if len(v.Off) == 0 {
-			h.Off = []int32{0}
-			break
-		}
-		h.Off = v.Off[: n+1 : n+1]
-		e := v.Off[n]
-		h.Str = v.Str[:e:e]
-	}
-	return h
-}
