@@ -88,7 +88,12 @@ type pipeData struct {
 	pending [][][]*cpu.Batch
 	state   []*cpu.Aggregator
 	emitted []bool
-	matMu   []sync.Mutex // per device: held while its state is materialized
+	// devMu, per device, serializes the device's long work on what the
+	// pipeline retains there — folding units into state[d] and
+	// materializing it (it guards state[d] and emitted[d]), building
+	// tables[d] — outside mu, which guards the shared lists only: the
+	// devices do that work at the same time.
+	devMu []sync.Mutex
 	// retained is what the pipeline's output holds in the memory count.
 	retained atomic.Int64
 	tables   []*cpu.HashTable
@@ -124,7 +129,7 @@ func newRunData(ds *dataset.Dataset, p *plan.Plan, devices int, mem int64) *runD
 		}
 		pd.state = make([]*cpu.Aggregator, devices)
 		pd.emitted = make([]bool, devices)
-		pd.matMu = make([]sync.Mutex, devices)
+		pd.devMu = make([]sync.Mutex, devices)
 		pd.tables = make([]*cpu.HashTable, devices)
 	}
 	return d
