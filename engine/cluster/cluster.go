@@ -913,8 +913,11 @@ func (s *session) post(ev event) {
 // others fail too (their exchanges with it break, then theirs with them),
 // and the first report to arrive is often such a consequence: so the
 // coordinator waits a moment for the direct evidence — a worker whose
-// control connection itself was lost (it exited, was killed, or its link
-// went down) — and blames that worker if one shows up, else the first.
+// control connection itself was lost (it was killed, or its link went
+// down) — and blames that worker if one shows up, else the first report.
+// A worker that reported an error and then exited is no such evidence:
+// it left because of the failure (blaming its exit named a healthy
+// worker when a killed one's loss arrived after it).
 func (s *session) failure(first event) error {
 	best := first
 	reported := map[int]event{} // a worker's own error report, the most telling
@@ -929,6 +932,12 @@ wait:
 		case ev := <-s.events:
 			switch {
 			case ev.err != nil:
+				if _, said := reported[ev.rank]; said {
+					// A worker that reported an error and then exited
+					// left as a consequence: its lost connection is no
+					// evidence (a killed worker's report never comes).
+					continue
+				}
 				best = ev
 			case ev.m != nil && ev.m.T == "error":
 				if _, ok := reported[ev.rank]; !ok {
@@ -940,10 +949,6 @@ wait:
 		case <-s.ctx.Done():
 			break wait
 		}
-	}
-	if rep, ok := reported[best.rank]; ok && best.err != nil {
-		// The lost worker said why before it went.
-		best = rep
 	}
 	return s.blameEvent(best)
 }
