@@ -920,9 +920,9 @@ func (s *session) post(ev event) {
 // worker when a killed one's loss arrived after it).
 func (s *session) failure(first event) error {
 	best := first
-	reported := map[int]event{} // a worker's own error report, the most telling
+	reported := map[int]bool{} // workers that sent their own error report
 	if first.err == nil {
-		reported[first.rank] = first
+		reported[first.rank] = true
 	}
 	grace := time.NewTimer(min(s.timeout/4, 500*time.Millisecond))
 	defer grace.Stop()
@@ -932,7 +932,7 @@ wait:
 		case ev := <-s.events:
 			switch {
 			case ev.err != nil:
-				if _, said := reported[ev.rank]; said {
+				if reported[ev.rank] {
 					// A worker that reported an error and then exited
 					// left as a consequence: its lost connection is no
 					// evidence (a killed worker's report never comes).
@@ -940,9 +940,7 @@ wait:
 				}
 				best = ev
 			case ev.m != nil && ev.m.T == "error":
-				if _, ok := reported[ev.rank]; !ok {
-					reported[ev.rank] = ev
-				}
+				reported[ev.rank] = true
 			}
 		case <-grace.C:
 			break wait
