@@ -3,6 +3,7 @@ package cuda
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"os"
@@ -495,7 +496,17 @@ func TestWriteInfoWithoutDriver(t *testing.T) {
 	if err := WriteInfo(&b, true); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"available": false`, `"message": "CUDA driver not found (libcuda.so.1): running on the CPU"`, `"ptx_modules": []`} {
+	wants := []string{`"available": false`, `"message": "CUDA driver not found (libcuda.so.1): running on the CPU"`}
+	var info struct {
+		Modules []string `json:"ptx_modules"`
+	}
+	if err := json.Unmarshal([]byte(b.String()), &info); err != nil {
+		t.Fatalf("gpu info --json printed %s: %v", b.String(), err)
+	}
+	if got, want := strings.Join(info.Modules, ","), strings.Join(PTXNames(), ","); got != want || len(info.Modules) != 7 {
+		t.Errorf("gpu info --json lists PTX modules %q, want the 7 embedded ones %q", got, want)
+	}
+	for _, want := range wants {
 		if !strings.Contains(b.String(), want) {
 			t.Fatalf("gpu info --json printed %s, missing %s", b.String(), want)
 		}

@@ -109,13 +109,13 @@ func TestKernels(t *testing.T) {
 // TestGPUModulesLoad JIT-compiles every embedded PTX module on the device
 // and looks up each of its kernels.
 func TestGPUModulesLoad(t *testing.T) {
-	names := PTXNames()
+	names := testPTXNames(t)
 	if len(names) == 0 {
 		t.Skip("no PTX built yet (GPU validation pending)")
 	}
 	c := gpu(t)
 	for _, n := range names {
-		ptx, _ := PTX(n)
+		ptx := testPTX(t, n)
 		m, err := c.LoadModule(n+".ptx", ptx)
 		if err != nil {
 			t.Fatal(err)
@@ -129,4 +129,48 @@ func TestGPUModulesLoad(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+}
+
+// ptxDirEnv names a folder of freshly built PTX (make ptx on a GPU
+// machine) that the GPU tests load instead of the embedded modules: the
+// new PTX is validated in the same run that built it, before it is
+// checked in and embedded.
+const ptxDirEnv = "GOSTACHIO_PTX_DIR"
+
+// testPTXNames lists the modules the GPU tests load (ptxDirEnv's, else the
+// embedded ones).
+func testPTXNames(t *testing.T) []string {
+	t.Helper()
+	dir := os.Getenv(ptxDirEnv)
+	if dir == "" {
+		return PTXNames()
+	}
+	files, err := filepath.Glob(filepath.Join(dir, "*.ptx"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, f := range files {
+		names = append(names, strings.TrimSuffix(filepath.Base(f), ".ptx"))
+	}
+	sort.Strings(names)
+	return names
+}
+
+// testPTX is module name's PTX (ptxDirEnv's, else the embedded); the test
+// is skipped when there is none.
+func testPTX(t *testing.T, name string) []byte {
+	t.Helper()
+	if dir := os.Getenv(ptxDirEnv); dir != "" {
+		b, err := os.ReadFile(filepath.Join(dir, name+".ptx"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	b, ok := PTX(name)
+	if !ok {
+		t.Skipf("no %s.ptx built yet (GPU validation pending)", name)
+	}
+	return b
 }
