@@ -41,11 +41,18 @@ func newGPURun(t *testing.T, modules ...string) *gpuRun {
 // threads (blocks of 256) with shared bytes of dynamic shared memory.
 func (r *gpuRun) launch(mod, name string, n, shared int, args ...any) {
 	r.t.Helper()
+	grid, block := Grid1D(n, 256)
+	r.launchOn(mod, name, grid, block, shared, args...)
+}
+
+// launchOn runs kernel name of module mod on the given grid and blocks
+// (kernels that work in tiles of a fixed block size).
+func (r *gpuRun) launchOn(mod, name string, grid, block Dim3, shared int, args ...any) {
+	r.t.Helper()
 	f, err := r.mod[mod].Function(name)
 	if err != nil {
 		r.t.Fatal(err)
 	}
-	grid, block := Grid1D(n, 256)
 	if err := f.Launch(grid, block, shared, r.s, args...); err != nil {
 		r.t.Fatal(err)
 	}

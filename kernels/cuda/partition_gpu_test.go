@@ -33,16 +33,8 @@ func TestGPUPartition(t *testing.T) {
 	}
 	tiles := (n + tile - 1) / tile
 	dHist := deviceAlloc[int32](r, parts*tiles)
-	tileLaunch := func(name string, args ...any) {
-		f, err := r.mod["partition"].Function(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := f.Launch(Dim3{uint32(tiles), 1, 1}, Dim3{256, 1, 1}, 4*parts, r.s, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tileLaunch("part_hist", dP, int32(n), int32(parts), dHist)
+	tileGrid, tileBlock := Dim3{uint32(tiles), 1, 1}, Dim3{256, 1, 1}
+	r.launchOn("partition", "part_hist", tileGrid, tileBlock, 4*parts, dP, int32(n), int32(parts), dHist)
 	hist := download[int32](r, dHist, parts*tiles)
 	offsets := make([]int32, len(hist))
 	sum := int32(0)
@@ -54,7 +46,7 @@ func TestGPUPartition(t *testing.T) {
 		t.Fatalf("histogram counts %d rows, want %d", sum, n)
 	}
 	dOff, dPerm := upload(r, offsets), deviceAlloc[int32](r, n)
-	tileLaunch("part_scatter", dP, int32(n), int32(parts), dOff, dPerm)
+	r.launchOn("partition", "part_scatter", tileGrid, tileBlock, 4*parts, dP, int32(n), int32(parts), dOff, dPerm)
 	perm := download[int32](r, dPerm, n)
 	seen := make([]bool, n)
 	for p := range parts {

@@ -1,7 +1,6 @@
 package cuda
 
 import (
-	"encoding/binary"
 	"math/rand/v2"
 	"testing"
 )
@@ -19,78 +18,35 @@ const (
 // the selection vector (the rows where 100 < a < 400, in row order) and
 // its length against the host's.
 func TestGPUFilterChain(t *testing.T) {
-	c := gpu(t)
-	m, err := c.LoadModule("select.ptx", testPTX(t, "select"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer m.Unload()
-	fn := func(name string) *Function {
-		f, err := m.Function(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	r := newGPURun(t, "select")
 	const n = 1_000_003
 	rng := rand.New(rand.NewPCG(7, 8))
-	a := make([]byte, 8*n)
+	a := make([]int64, n)
 	var want []int32
-	for i := range n {
-		v := int64(rng.IntN(1000))
-		binary.LittleEndian.PutUint64(a[8*i:], uint64(v))
-		if v > 100 && v < 400 {
+	for i := range a {
+		a[i] = int64(rng.IntN(1000))
+		if a[i] > 100 && a[i] < 400 {
 			want = append(want, int32(i))
 		}
 	}
 	tiles := (n + selTile - 1) / selTile
-	alloc := func(bytes int) DevicePtr {
-		p, err := c.Alloc(bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { c.Free(p) })
-		return p
-	}
-	dA, dFlags, dCounts, dTotal, dSel := alloc(8*n), alloc(n), alloc(4*tiles), alloc(4), alloc(4*n)
-	s, err := c.NewStream(StreamNonBlocking)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Destroy()
-	grid, block := Grid1D(n, 256)
-	tileGrid := Dim3{uint32(tiles), 1, 1}
-	steps := []error{
-		s.CopyHtoD(dA, a),
-		fn("pred_cmp_i64").Launch(grid, block, 0, s, dA, int64(1), int32(n), int32(gsGT), int64(100), dFlags, int32(gsSet)),
-		fn("pred_cmp_i64").Launch(grid, block, 0, s, dA, int64(1), int32(n), int32(gsLT), int64(400), dFlags, int32(gsAnd)),
-		fn("sel_count").Launch(tileGrid, Dim3{256, 1, 1}, 0, s, dFlags, int32(n), dCounts),
-		fn("scan_small").Launch(Dim3{1, 1, 1}, Dim3{1024, 1, 1}, 0, s, dCounts, int32(tiles), dCounts, dTotal),
-		fn("sel_write").Launch(tileGrid, Dim3{256, 1, 1}, 0, s, dFlags, int32(n), dCounts, dSel),
-	}
-	for i, err := range steps {
-		if err != nil {
-			t.Fatalf("step %d: %v", i, err)
-		}
-	}
-	total := make([]byte, 4)
-	sel := make([]byte, 4*n)
-	if err := s.CopyDtoH(total, dTotal); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.CopyDtoH(sel, dSel); err != nil {
-		t.Fatal(err)
-	}
-	if err := s.Synchronize(); err != nil {
-		t.Fatal(err)
-	}
-	got := int(int32(binary.LittleEndian.Uint32(total)))
+	dA := upload(r, a)
+	dFlags, dCounts := deviceAlloc[uint8](r, n), deviceAlloc[int32](r, tiles)
+	dTotal, dSel := deviceAlloc[int32](r, 1), deviceAlloc[int32](r, n)
+	tileGrid, tileBlock := Dim3{uint32(tiles), 1, 1}, Dim3{256, 1, 1}
+	r.launch("select", "pred_cmp_i64", n, 0, dA, int64(1), int32(n), int32(gsGT), int64(100), dFlags, int32(gsSet))
+	r.launch("select", "pred_cmp_i64", n, 0, dA, int64(1), int32(n), int32(gsLT), int64(400), dFlags, int32(gsAnd))
+	r.launchOn("select", "sel_count", tileGrid, tileBlock, 0, dFlags, int32(n), dCounts)
+	r.launchOn("select", "scan_small", Dim3{1, 1, 1}, Dim3{1024, 1, 1}, 0, dCounts, int32(tiles), dCounts, dTotal)
+	r.launchOn("select", "sel_write", tileGrid, tileBlock, 0, dFlags, int32(n), dCounts, dSel)
+	got := int(download[int32](r, dTotal, 1)[0])
 	if got != len(want) {
 		t.Fatalf("the filter selected %d rows, want %d", got, len(want))
 	}
+	sel := download[int32](r, dSel, got)
 	for i, w := range want {
-		if g := int32(binary.LittleEndian.Uint32(sel[4*i:])); g != w {
-			t.Fatalf("selection[%d] = %d, want %d", i, g, w)
+		if sel[i] != w {
+			t.Fatalf("selection[%d] = %d, want %d", i, sel[i], w)
 		}
 	}
 	t.Logf("%d of %d rows selected, in row order", got, n)
