@@ -13,8 +13,11 @@ import (
 	"testing"
 
 	"gostachio/costmodel"
+	"gostachio/dataset"
+	"gostachio/plan"
 	"gostachio/sim"
 	"gostachio/tpch"
+	"gostachio/tpch/queries"
 )
 
 var (
@@ -361,5 +364,94 @@ func TestEngineRunsOrders(t *testing.T) {
 				t.Errorf("random: every round in the same order %v", firstRound(0))
 			}
 		}
+	}
+}
+
+// The plans' own operators get their own prices: a fitted profile holds a
+// scale for every plan operator the micro-benchmarks ran (fingerprint of
+// the sample = fingerprint of the plan's op), equal to its samples' time
+// over its kind's price of them, and the simulator prices that operator of
+// the plan with it.
+func TestProfiledOperators(t *testing.T) {
+	samples := quickSamples(t)
+	fit, err := FitProfile(samples, ProfileOptions{Provenance: fixedProvenance(), Devices: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := &fit.Profile.Host
+	if len(host.Profiled) == 0 {
+		t.Fatalf("no profiled operators in\n%s", fit.YAML)
+	}
+	if fit.Profile.Node.CPUSlots != 2 || fit.Profile.NVMe.DeviceQD != readerQD {
+		t.Errorf("cpu_slots %d, device_qd %d: want the engine's 2 and %d", fit.Profile.Node.CPUSlots, fit.Profile.NVMe.DeviceQD, readerQD)
+	}
+	// q6's filter, from its samples.
+	var key string
+	var sy, sp float64
+	for _, s := range samples {
+		if s.Case == "q6 p0 filter" {
+			key = s.Key
+			c := host.Ops[plan.OpFilter]
+			sy += float64(s.Ns)
+			sp += c.NsExpr(float64(s.Bytes), float64(s.Rows), s.Terms, s.StrTerms, float64(s.Out), float64(s.Bytes))
+		}
+	}
+	if key == "" {
+		t.Fatal("no keyed sample of q6's filter")
+	}
+	got, ok := host.Profiled[key]
+	if !ok || got.Op != "filter" || got.Case != "q6 p0 filter" {
+		t.Fatalf("q6's filter %s: entry %+v", key, got)
+	}
+	if want := sy / sp; math.Abs(got.Scale-want) > 1e-5*want {
+		t.Errorf("q6 filter scale %g, want Σ measured / Σ priced = %g", got.Scale, want)
+	}
+	ds, err := dataset.Open(testData(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := queries.Build("q6", ds.Manifest.ScaleFactor, tpch.PlanStats(ds))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var filter *plan.Op
+	for i := range p.Pipelines[0].Ops {
+		if p.Pipelines[0].Ops[i].Kind == plan.OpFilter {
+			filter = &p.Pipelines[0].Ops[i]
+		}
+	}
+	if filter == nil || filter.Fingerprint() != key {
+		t.Fatalf("q6's plan filter does not carry the sample's fingerprint %s", key)
+	}
+	ops := []plan.Op{*filter}
+	kind := host.Ops[plan.OpFilter].NsExpr(1e6, 1e5, filter.Terms(), filter.StrTerms(), 1e6*filter.Selectivity, 1e6)
+	if w := host.Work(ops, plan.OpFilter, 1e6, 1e5); math.Abs(w-got.Scale*kind) > 1e-6*w {
+		t.Errorf("simulator prices q6's filter at %g ns, want scale × kind = %g", w, got.Scale*kind)
+	}
+	// The report names the component.
+	var rep strings.Builder
+	fit.WriteReport(&rep)
+	if !strings.Contains(rep.String(), "profiled") {
+		t.Errorf("fit report lacks the profiled operators:\n%s", rep.String())
+	}
+}
+
+func TestKindsSummary(t *testing.T) {
+	cases := []Case{
+		{Query: "q1", Policy: "serial", Engine: 1, Sim: 1.1, SimKinds: 0.5},
+		{Query: "q1", Policy: "overlap", Engine: 0.8, Sim: 0.9, SimKinds: 0.6},
+		{Query: "q2", Policy: "serial", Engine: 1, Sim: 1, SimKinds: 2},
+	}
+	k := kindsSummary([]string{"q1", "q2"}, cases)
+	if k == nil {
+		t.Fatal("no summary")
+	}
+	// Errors −0.5, −0.25, +1; q1's two cases in reverse order, q2 alone.
+	if k.MaxAbs != 1 || k.Under != 2 || k.SameRanking != 1 || math.Abs(k.MedianAbs-0.5) > 1e-12 || math.Abs(k.MeanErr-0.25/3) > 1e-12 {
+		t.Errorf("summary %+v: want max 1, median 0.5, mean +0.083, 2 under, only q2 ranked alike", k)
+	}
+	cases[2].SimKinds = 0
+	if kindsSummary([]string{"q1", "q2"}, cases) != nil {
+		t.Error("summary with a case lacking its kinds-only prediction")
 	}
 }

@@ -81,6 +81,9 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	var h2d []costmodel.OpSample
 	var launch []float64
 	ops := map[string][]costmodel.OpSample{}
+	// Samples of plan operators, by fingerprint, for their scales.
+	keyed := map[string][]costmodel.OpSample{}
+	keyOp, keyCase := map[string]string{}, map[string]string{}
 	for _, s := range samples {
 		switch s.Component {
 		case CompRead:
@@ -93,7 +96,17 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 			if _, err := plan.ParseOpKind(s.Op); err != nil {
 				return nil, fmt.Errorf("calibrate: sample %q: %w", s.Case, err)
 			}
-			ops[s.Op] = append(ops[s.Op], costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns), Terms: s.Terms, StrTerms: s.StrTerms, Out: float64(s.Out), Table: float64(s.Table)})
+			sample := costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns), Terms: s.Terms, StrTerms: s.StrTerms, Out: float64(s.Out), Table: float64(s.Table)}
+			ops[s.Op] = append(ops[s.Op], sample)
+			if s.Key != "" {
+				if k, ok := keyOp[s.Key]; ok && k != s.Op {
+					return nil, fmt.Errorf("calibrate: sample %q: operator %s is a %s here and a %s in %q", s.Case, s.Key, s.Op, k, keyCase[s.Key])
+				}
+				if _, ok := keyOp[s.Key]; !ok {
+					keyOp[s.Key], keyCase[s.Key] = s.Op, s.Case
+				}
+				keyed[s.Key] = append(keyed[s.Key], sample)
+			}
 		default:
 			return nil, fmt.Errorf("calibrate: sample %q has unknown component %q", s.Case, s.Component)
 		}
@@ -165,6 +178,13 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 		}
 		f.Components = append(f.Components, Component{k, params, q})
 	}
+	profiled, comp, err := fitScales(costs, keyed, keyOp, keyCase)
+	if err != nil {
+		return nil, err
+	}
+	if len(profiled) > 0 {
+		f.Components = append(f.Components, comp)
+	}
 
 	var y strings.Builder
 	pv := opts.Provenance
@@ -177,10 +197,11 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	pinned := mem / 4
 	fmt.Fprintf(&y, "node:\n  gpus: %d\n  ssds: 1\n  nics: 1\n  host_cores: %d\n  merge_threads: 1\n  kernels_on_host: true\n  kernel_threads: 1\n",
 		opts.Devices, opts.Devices)
+	fmt.Fprintf(&y, "  cpu_slots: %d  # the engine's CPU slots: a kernel waits for one, it does not share a core\n", opts.Devices)
 	fmt.Fprintf(&y, "  device_memory: %d  # engine --mem default %d MiB: 3/4 over the devices\n  pinned_memory: %d  # a quarter for I/O buffers\n",
 		(mem-pinned)/int64(opts.Devices), mem>>20, pinned)
-	fmt.Fprintf(&y, "nvme:\n  bandwidth: %s  # %s\n  latency: %dns\n  request: %d\n  task_qd: %d\n  qd_curve:\n",
-		num(float64(st.Bandwidth)), st.Bandwidth, st.Latency, int64(st.Request), st.TaskQD)
+	fmt.Fprintf(&y, "nvme:\n  bandwidth: %s  # %s\n  latency: %dns\n  request: %d\n  task_qd: %d\n  device_qd: %d  # the reader's ring: requests in flight over all reads, first come first served\n  qd_curve:\n",
+		num(float64(st.Bandwidth)), st.Bandwidth, st.Latency, int64(st.Request), st.TaskQD, readerQD)
 	for _, p := range st.Curve {
 		fmt.Fprintf(&y, "    - {qd: %g, frac: %s}\n", p.QD, num(p.Frac))
 	}
@@ -200,6 +221,12 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 			miss += fmt.Sprintf(", miss: %dns, cache: %d", c.Miss, c.Cache)
 		}
 		fmt.Fprintf(&y, "    %s: {fixed: %dns, bytes: %s, rows: %s, terms: %s, out: %s%s}\n", k, c.Fixed, num(float64(c.ByteRate)), num(float64(c.RowRate)), num(float64(c.TermRate)), num(float64(c.OutRate)), miss)
+	}
+	if len(profiled) > 0 {
+		fmt.Fprintf(&y, "  profiled:  # plan operators (fingerprint) priced from their own samples: scale × their kind's cost\n")
+		for _, p := range profiled {
+			fmt.Fprintf(&y, "    %q: {op: %s, case: %s, scale: %s}\n", p.key, p.Op, strconv.Quote(p.Case), num(p.Scale))
+		}
 	}
 	fmt.Fprintf(&y, "provenance:\n  hostname: %s\n  cpu: %s\n  cores: %d\n  os: %s\n  engine: %s\n  revision: %s\n  date: %s\n  source: %s\n",
 		strconv.Quote(pv.Hostname), strconv.Quote(pv.CPU), pv.Cores, strconv.Quote(pv.OS), strconv.Quote(pv.Engine),
@@ -236,4 +263,50 @@ func countText(r costmodel.Rate) string {
 		return "free"
 	}
 	return strings.TrimSuffix(r.String(), "B/s") + "rows/s"
+}
+
+// profiledOp is one fitted Device.Profiled entry.
+type profiledOp struct {
+	key string
+	costmodel.OpScale
+}
+
+// fitScales fits every plan operator with samples (keyed, by fingerprint)
+// a scale against its kind's fitted cost (costmodel.FitOpScale), in the
+// order of their cases. Operators whose kind prices their samples at
+// nothing keep the kind's price. The component reports the scales' range
+// and the quality of the scaled costs over all these samples.
+func fitScales(costs map[string]costmodel.OpCost, keyed map[string][]costmodel.OpSample, keyOp, keyCase map[string]string) ([]profiledOp, Component, error) {
+	keys := make([]string, 0, len(keyed))
+	for k := range keyed {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if a, b := keyCase[keys[i]], keyCase[keys[j]]; a != b {
+			return a < b
+		}
+		return keys[i] < keys[j]
+	})
+	var out []profiledOp
+	var pred, meas, scales []float64
+	for _, k := range keys {
+		c := costs[keyOp[k]]
+		sc, _, err := costmodel.FitOpScale(c, keyed[k])
+		if err != nil {
+			continue // priced at nothing by its kind: no ratio to fit
+		}
+		out = append(out, profiledOp{k, costmodel.OpScale{Op: keyOp[k], Case: keyCase[k], Scale: sc}})
+		scales = append(scales, sc)
+		for _, s := range keyed[k] {
+			pred = append(pred, sc*c.NsExpr(s.Bytes, s.Rows, s.Terms, s.StrTerms, s.Out, s.WorkingSet()))
+			meas = append(meas, s.Ns)
+		}
+	}
+	if len(out) == 0 {
+		return nil, Component{}, nil
+	}
+	sort.Float64s(scales)
+	params := fmt.Sprintf("%d plan operators, scale of their kind's cost: median %.2f, from %.2f to %.2f",
+		len(out), scales[len(scales)/2], scales[0], scales[len(scales)-1])
+	return out, Component{"profiled", params, costmodel.Quality(pred, meas)}, nil
 }

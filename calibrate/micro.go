@@ -631,6 +631,7 @@ func (m *micro) walk(p *plan.Plan, pi int, b *cpu.Batch, devices int, final bool
 				m.add(op.Kind, op.Terms(), label, in, ns)
 				m.out[len(m.out)-1].StrTerms = op.StrTerms()
 				m.out[len(m.out)-1].Table = aggStateBytes(op, st)
+				m.out[len(m.out)-1].Key = op.Fingerprint()
 				if final {
 					err = m.aggFinal(p, pi, st, devices)
 				}
@@ -650,6 +651,7 @@ func (m *micro) walk(p *plan.Plan, pi int, b *cpu.Batch, devices int, final bool
 			m.addOut(op.Kind, op.Terms(), label, in, b, ns)
 		}
 		m.out[len(m.out)-1].StrTerms = op.StrTerms()
+		m.out[len(m.out)-1].Key = op.Fingerprint()
 		if b == nil || b.Rows == 0 || op.Kind == plan.OpShuffle {
 			return nil
 		}
@@ -736,6 +738,7 @@ func (m *micro) bigFolds(ctx context.Context) error {
 			m.add(op.Kind, op.Terms(), fmt.Sprintf("%s p%d %s %d rows", p.Name, pi, op.Kind, in.Rows), b, ns)
 			m.out[len(m.out)-1].StrTerms = op.StrTerms()
 			m.out[len(m.out)-1].Table = aggStateBytes(op, st)
+			m.out[len(m.out)-1].Key = op.Fingerprint()
 		}
 		return nil
 	})
@@ -798,6 +801,7 @@ func (m *micro) aggFinal(p *plan.Plan, pi int, st *cpu.Aggregator, devices int) 
 			return err
 		}
 		m.add(plan.OpAggFinal, op.Terms(), fmt.Sprintf("%s p%d agg-final", p.Name, ci), in, ns)
+		m.out[len(m.out)-1].Key = op.Fingerprint()
 	}
 	return nil
 }

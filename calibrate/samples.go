@@ -49,9 +49,14 @@ type Sample struct {
 	// Table is a probe's working set: the input bytes of the hash table
 	// it probes (0: the kernel's own input is its working set).
 	Table int64
+	// Key is the plan operator a kernel sample ran
+	// (plan.Op.Fingerprint; "" for synthetic kernels such as the joins
+	// on TPC-H keys): FitProfile prices that operator from its own
+	// samples (costmodel.Device.Profiled).
+	Key string
 }
 
-var sampleHeader = []string{"component", "op", "case", "bytes", "rows", "depth", "tasks", "ns", "terms", "out", "table", "str_terms"}
+var sampleHeader = []string{"component", "op", "case", "bytes", "rows", "depth", "tasks", "ns", "terms", "out", "table", "str_terms", "key"}
 
 // WriteSamples writes samples as CSV with a header.
 func WriteSamples(w io.Writer, samples []Sample) error {
@@ -59,7 +64,7 @@ func WriteSamples(w io.Writer, samples []Sample) error {
 	cw.Write(sampleHeader)
 	for _, s := range samples {
 		cw.Write([]string{s.Component, s.Op, s.Case, strconv.FormatInt(s.Bytes, 10), strconv.FormatInt(s.Rows, 10),
-			strconv.Itoa(s.Depth), strconv.Itoa(s.Tasks), strconv.FormatInt(s.Ns, 10), strconv.FormatFloat(s.Terms, 'g', -1, 64), strconv.FormatInt(s.Out, 10), strconv.FormatInt(s.Table, 10), strconv.FormatFloat(s.StrTerms, 'g', -1, 64)})
+			strconv.Itoa(s.Depth), strconv.Itoa(s.Tasks), strconv.FormatInt(s.Ns, 10), strconv.FormatFloat(s.Terms, 'g', -1, 64), strconv.FormatInt(s.Out, 10), strconv.FormatInt(s.Table, 10), strconv.FormatFloat(s.StrTerms, 'g', -1, 64), s.Key})
 	}
 	cw.Flush()
 	return cw.Error()
@@ -73,10 +78,10 @@ func ReadSamples(r io.Reader) ([]Sample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: samples: header: %w", err)
 	}
-	// Samples written before the terms, out, table and str_terms columns
-	// have one to four columns less.
+	// Samples written before the terms, out, table, str_terms and key
+	// columns have one to five columns less.
 	cols := len(sampleHeader)
-	if len(head) >= cols-4 && len(head) < cols {
+	if len(head) >= cols-5 && len(head) < cols {
 		cols = len(head)
 	}
 	cr.FieldsPerRecord = cols
@@ -117,6 +122,9 @@ func ReadSamples(r io.Reader) ([]Sample, error) {
 		}
 		if cols > 11 {
 			s.StrTerms, se = strconv.ParseFloat(rec[11], 64)
+		}
+		if cols > 12 {
+			s.Key = rec[12]
 		}
 		if err := errors.Join(append(e[:], te, oe, ke, se)...); err != nil {
 			return nil, fmt.Errorf("calibrate: samples line %d: %w", line, err)

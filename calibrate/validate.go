@@ -71,10 +71,18 @@ type Case struct {
 	Query, Policy, Set string
 	Engine, Sim        float64
 	EngineRounds       []float64
+	// SimKinds is the makespan the profile predicts without its
+	// profiled operators (every operator priced by its kind alone: what
+	// it predicts for operators it never measured); 0 when the profile
+	// has none.
+	SimKinds float64 `json:",omitempty"`
 }
 
 // Err is (sim − engine) / engine.
 func (c Case) Err() float64 { return (c.Sim - c.Engine) / c.Engine }
+
+// ErrKinds is (SimKinds − engine) / engine.
+func (c Case) ErrKinds() float64 { return (c.SimKinds - c.Engine) / c.Engine }
 
 // Report is the outcome of a validation.
 type Report struct {
@@ -102,8 +110,17 @@ type Report struct {
 	Queries []string
 	// RunOrder is how the engine's runs were arranged (ValidateOptions.Order).
 	RunOrder string
+	// Kinds summarizes Case.SimKinds as the fields above summarize Sim
+	// (nil when the profile has no profiled operators).
+	Kinds *KindsSummary `json:",omitempty"`
 	// Figure lists the figure files written (Out).
 	Figure []string
+}
+
+// KindsSummary is the error of the kinds-only predictions (Case.SimKinds).
+type KindsSummary struct {
+	MedianAbs, P90Abs, MaxAbs, MeanErr float64
+	Under, SameRanking                 int
 }
 
 // PairOrder counts a query's pairs of cases: Separated are those whose
@@ -230,7 +247,14 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 			}
 		}
 	}
-	// Simulator: deterministic, once per case.
+	// Simulator: deterministic, once per case (and once more without the
+	// profiled operators, if the profile has any).
+	var kinds *sim.Profile
+	if len(prof.Host.Profiled) > 0 || len(prof.GPU.Profiled) > 0 {
+		k := *prof
+		k.Host.Profiled, k.GPU.Profiled = nil, nil
+		kinds = &k
+	}
 	for i := range cases {
 		c := &cases[i]
 		p, err := queries.Build(c.Query, sf, tables)
@@ -246,6 +270,12 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 			return nil, err
 		}
 		c.Sim = float64(rep.MakespanNs) / 1e9
+		if kinds != nil {
+			if rep, err = sim.Simulate(ctx, p, kinds, 1, pol, nil, 0, 0); err != nil {
+				return nil, err
+			}
+			c.SimKinds = float64(rep.MakespanNs) / 1e9
+		}
 	}
 	// Engine: rounds of all cases in a seeded random order.
 	defer engine.TuneGC()()
@@ -353,7 +383,39 @@ func summarize(profile string, names []string, cases []Case) *Report {
 		rep.Tau[q] = KendallTau(e, s)
 		rep.Order[q] = pairOrder(qc)
 	}
+	rep.Kinds = kindsSummary(names, cases)
 	return rep
+}
+
+// kindsSummary summarizes the cases' kinds-only predictions (nil if any
+// case lacks one).
+func kindsSummary(names []string, cases []Case) *KindsSummary {
+	k := &KindsSummary{}
+	abs := make([]float64, 0, len(cases))
+	for _, c := range cases {
+		if !(c.SimKinds > 0) {
+			return nil
+		}
+		abs = append(abs, math.Abs(c.ErrKinds()))
+		k.MeanErr += c.ErrKinds() / float64(len(cases))
+		if c.ErrKinds() < 0 {
+			k.Under++
+		}
+	}
+	slices.Sort(abs)
+	k.MedianAbs, k.P90Abs, k.MaxAbs = quantile(abs, 0.5), quantile(abs, 0.9), abs[len(abs)-1]
+	for _, q := range names {
+		var e, s []float64
+		for _, c := range cases {
+			if c.Query == q {
+				e, s = append(e, c.Engine), append(s, c.SimKinds)
+			}
+		}
+		if KendallTau(e, s) == 1 {
+			k.SameRanking++
+		}
+	}
+	return k
 }
 
 // KendallTau is Kendall's τ-a of two equal-length samples: (concordant −
@@ -397,16 +459,28 @@ func quantile(sorted []float64, q float64) float64 {
 // WriteText prints the cases and the summary.
 func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-5s %-8s %-14s %9s %9s %8s\n", "query", "policy", "set", "engine s", "sim s", "error")
+	fmt.Fprintf(&b, "%-5s %-8s %-14s %9s %9s %8s", "query", "policy", "set", "engine s", "sim s", "error")
+	if r.Kinds != nil {
+		fmt.Fprintf(&b, " %9s %8s", "kinds s", "error")
+	}
+	b.WriteByte('\n')
 	for _, c := range r.Cases {
 		set := c.Set
 		if set == "" {
 			set = "-"
 		}
-		fmt.Fprintf(&b, "%-5s %-8s %-14s %9.3f %9.3f %+7.1f%%\n", c.Query, c.Policy, set, c.Engine, c.Sim, 100*c.Err())
+		fmt.Fprintf(&b, "%-5s %-8s %-14s %9.3f %9.3f %+7.1f%%", c.Query, c.Policy, set, c.Engine, c.Sim, 100*c.Err())
+		if r.Kinds != nil {
+			fmt.Fprintf(&b, " %9.3f %+7.1f%%", c.SimKinds, 100*c.ErrKinds())
+		}
+		b.WriteByte('\n')
 	}
 	fmt.Fprintf(&b, "\n|error| over %d cases: median %.1f%%, P90 %.1f%%, max %.1f%%\n", len(r.Cases), 100*r.MedianAbs, 100*r.P90Abs, 100*r.MaxAbs)
 	fmt.Fprintf(&b, "bias: mean error %+.1f%% (the simulator under-predicts %d of %d cases)\n", 100*r.MeanErr, r.Under, len(r.Cases))
+	if k := r.Kinds; k != nil {
+		fmt.Fprintf(&b, "kinds only (profiled operators priced by their kind, as an unmeasured operator is): median %.1f%%, P90 %.1f%%, max %.1f%%, bias %+.1f%% (%d under), same ranking %d of %d queries\n",
+			100*k.MedianAbs, 100*k.P90Abs, 100*k.MaxAbs, 100*k.MeanErr, k.Under, k.SameRanking, len(r.Queries))
+	}
 	if r.NoiseFloor == nil {
 		fmt.Fprintf(&b, "engine noise floor: unknown (run 3+ rounds)\n")
 	} else {

@@ -77,8 +77,8 @@ type OpSample struct {
 	Table float64
 }
 
-// workingSet is what OpCost's cache term sees for s.
-func (s OpSample) workingSet() float64 {
+// WorkingSet is what OpCost's cache term sees for s.
+func (s OpSample) WorkingSet() float64 {
 	if s.Table > 0 {
 		return s.Table
 	}
@@ -167,7 +167,7 @@ func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
 		x := make([][]float64, len(samples))
 		past := 0
 		for i, s := range samples {
-			f := missFraction(s.workingSet(), cache)
+			f := missFraction(s.WorkingSet(), cache)
 			if f >= 0.5 {
 				past++
 			}
@@ -190,7 +190,7 @@ func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
 	}
 	pred := make([]float64, len(samples))
 	for i, s := range samples {
-		pred[i] = best.NsExpr(s.Bytes, s.Rows, s.Terms, s.StrTerms, s.Out, s.workingSet())
+		pred[i] = best.NsExpr(s.Bytes, s.Rows, s.Terms, s.StrTerms, s.Out, s.WorkingSet())
 	}
 	return best, Quality(pred, y), nil
 }
@@ -205,7 +205,7 @@ const minPastCache = 3
 func weightedSSE(c OpCost, samples []OpSample) float64 {
 	var e float64
 	for _, s := range samples {
-		d := c.NsExpr(s.Bytes, s.Rows, s.Terms, s.StrTerms, s.Out, s.workingSet()) - s.Ns
+		d := c.NsExpr(s.Bytes, s.Rows, s.Terms, s.StrTerms, s.Out, s.WorkingSet()) - s.Ns
 		if s.Ns > 0 {
 			d *= math.Pow(s.Ns, -FitWeightPower)
 		}
@@ -349,4 +349,36 @@ func FitStorage(samples []ReadSample, request int64, taskQD, maxQD int) (Storage
 		meas[i] = s.Ns
 	}
 	return st, Quality(pred, meas), nil
+}
+
+// FitOpScale fits one operator's scale against its kind's cost c
+// (OpScale.Scale):
+//
+//	scale = Σ_i y_i / Σ_i ĉ_i,   ĉ_i = c.NsExpr(sample i)
+//
+// over the operator's own samples: the ratio of sums, so the largest
+// samples (the sizes a query's units have) weigh most. It is rounded as a
+// profile stores it (Round6), and the quality is that of scale·ĉ against
+// the samples. No samples, or samples c prices at nothing, are an error.
+func FitOpScale(c OpCost, samples []OpSample) (float64, FitQuality, error) {
+	var sy, sp float64
+	pred := make([]float64, len(samples))
+	y := make([]float64, len(samples))
+	for i, s := range samples {
+		pred[i] = c.NsExpr(s.Bytes, s.Rows, s.Terms, s.StrTerms, s.Out, s.WorkingSet())
+		y[i] = s.Ns
+		sy += y[i]
+		sp += pred[i]
+	}
+	if len(samples) == 0 {
+		return 0, FitQuality{}, fmt.Errorf("costmodel: fit operator scale: no samples")
+	}
+	if !(sp > 0) || !(sy > 0) {
+		return 0, FitQuality{}, fmt.Errorf("costmodel: fit operator scale: the kind prices its %d samples at %g ns (measured %g)", len(samples), sp, sy)
+	}
+	scale := Round6(sy / sp)
+	for i := range pred {
+		pred[i] *= scale
+	}
+	return scale, Quality(pred, y), nil
 }

@@ -1,11 +1,15 @@
 package costmodel
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
 	"gonum.org/v1/gonum/mat"
+
+	"gostachio/plan"
 )
 
 // bruteNNLS solves min ||Ax-b|| s.t. x >= 0 for small n by trying every
@@ -285,5 +289,80 @@ func TestFitOpCostSizedRecoversCacheTerm(t *testing.T) {
 	// 90 ns · 3/4 more per row.
 	if d := want.NsOut(16<<20, 1<<20, 0, 0) - (OpCost{ByteRate: 2e9}).NsOut(16<<20, 1<<20, 0, 0); math.Abs(d-90*0.75*(1<<20)) > 1 {
 		t.Errorf("cache term %v ns, want %v", d, 90*0.75*(1<<20))
+	}
+}
+
+func TestFitOpScale(t *testing.T) {
+	kind := OpCost{Fixed: 1000, RowRate: 1e9} // 1 µs + 1 ns/row
+	var samples []OpSample
+	for _, rows := range []float64{4096, 32768, 131072} {
+		// The operator runs 3x its kind's price.
+		samples = append(samples, OpSample{Rows: rows, Ns: 3 * kind.Ns(0, rows)})
+	}
+	s, q, err := FitOpScale(kind, samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s != 3 || q.R2 < 0.999999 || q.MAPE > 1e-9 {
+		t.Errorf("scale %g, %v: want 3, exact", s, q)
+	}
+	// Ratio of sums: the largest sample decides.
+	samples[0].Ns *= 10
+	s, _, _ = FitOpScale(kind, samples)
+	want := (3*kind.Ns(0, 4096)*10 + 3*kind.Ns(0, 32768) + 3*kind.Ns(0, 131072)) /
+		(kind.Ns(0, 4096) + kind.Ns(0, 32768) + kind.Ns(0, 131072))
+	if math.Abs(s-want) > 1e-5*want {
+		t.Errorf("scale %g, want %g", s, want)
+	}
+	if _, _, err := FitOpScale(OpCost{}, samples); err == nil {
+		t.Error("a free kind gave a scale")
+	}
+	if _, _, err := FitOpScale(kind, nil); err == nil {
+		t.Error("no samples gave a scale")
+	}
+}
+
+func TestDeviceProfiledScale(t *testing.T) {
+	const y = `
+launch: 1us
+ops:
+  filter: {fixed: 0s, bytes: 0, rows: 1e9}
+profiled:
+  %s: {op: filter, case: "q6 p0 filter", scale: 2.5}
+`
+	op := plan.Op{Kind: plan.OpFilter, In: []string{"a"}, Out: []string{"a"}, Expr: plan.SQL("a < 3"), Selectivity: 1}
+	other := op
+	other.Expr = plan.SQL("a < 4")
+	var d Device
+	if err := yaml.Unmarshal([]byte(fmt.Sprintf(y, op.Fingerprint())), &d); err != nil {
+		t.Fatal(err)
+	}
+	if got := d.Work([]plan.Op{op}, plan.OpFilter, 0, 1000); got != 2500 {
+		t.Errorf("profiled filter over 1000 rows: %g ns, want 2500", got)
+	}
+	if got := d.Work([]plan.Op{other}, plan.OpFilter, 0, 1000); got != 1000 {
+		t.Errorf("unprofiled filter over 1000 rows: %g ns, want 1000 (the kind's)", got)
+	}
+	keys := OpKeys([]plan.Op{op, other})
+	if got := d.WorkKeyed([]plan.Op{op, other}, plan.OpFilter, 0, 1000, nil, 1, keys); got != 3500 {
+		t.Errorf("fused profiled + unprofiled: %g ns, want 3500", got)
+	}
+	if got := d.WorkKeyed([]plan.Op{op}, plan.OpFilter, 0, 1000, nil, 1, nil); got != 1000 {
+		t.Errorf("nil keys: %g ns, want the kind's 1000", got)
+	}
+	// A key of another kind is ignored.
+	d.Profiled[op.Fingerprint()] = OpScale{Op: "project", Scale: 9}
+	if got := d.Work([]plan.Op{op}, plan.OpFilter, 0, 1000); got != 1000 {
+		t.Errorf("entry of another kind applied: %g ns", got)
+	}
+	for _, bad := range []string{
+		"launch: 1us\nprofiled:\n  abc: {op: filter, case: x, scale: 0}\n",
+		"launch: 1us\nprofiled:\n  abc: {op: nosuch, case: x, scale: 1}\n",
+		"launch: 1us\nprofiled:\n  abc: {op: filter, case: x, scale: 1, extra: 2}\n",
+	} {
+		var d Device
+		if err := yaml.Unmarshal([]byte(bad), &d); err == nil {
+			t.Errorf("accepted %q", bad)
+		}
 	}
 }

@@ -122,6 +122,35 @@ type Device struct {
 	// Ops is indexed by plan.OpKind; kinds absent from a profile cost
 	// nothing beyond Launch.
 	Ops [plan.NumOpKinds]OpCost
+	// Profiled prices operators measured on their own (calibration's
+	// micro-benchmarks of the plans' filters, projections, partial
+	// aggregates and shuffles), keyed by plan.Op.Fingerprint: such an
+	// operator costs Scale times what Ops prices for its kind, with the
+	// same inputs. Operators not in it are priced by Ops alone.
+	Profiled map[string]OpScale
+}
+
+// OpScale is the price of one profiled operator relative to its kind's
+// OpCost (Device.Profiled).
+type OpScale struct {
+	// Op is the operator's kind (plan.OpKind name): an entry whose kind
+	// is not the operator's is ignored.
+	Op string `yaml:"op"`
+	// Case says where the samples came from ("q12 p0 filter").
+	Case string `yaml:"case"`
+	// Scale multiplies the kind's cost: Σ measured / Σ kind-priced over
+	// the operator's samples (costmodel.FitOpScale). Positive.
+	Scale float64 `yaml:"scale"`
+}
+
+// OpKeys is the fingerprint (plan.Op.Fingerprint) of each of ops, the keys
+// of Device.Profiled.
+func OpKeys(ops []plan.Op) []string {
+	keys := make([]string, len(ops))
+	for i := range ops {
+		keys[i] = ops[i].Fingerprint()
+	}
+	return keys
 }
 
 // Work is the device-busy time in ns of one kernel running ops (fused, in
@@ -145,8 +174,24 @@ func (d *Device) WorkTables(ops []plan.Op, kind plan.OpKind, bytes, rows int64, 
 // sharers times against the Cache of the cost terms. It panics if sharers
 // < 1.
 func (d *Device) WorkShared(ops []plan.Op, kind plan.OpKind, bytes, rows int64, table func(build int) float64, sharers float64) float64 {
+	var keys []string
+	if len(d.Profiled) > 0 && len(ops) > 0 {
+		keys = OpKeys(ops)
+	}
+	return d.WorkKeyed(ops, kind, bytes, rows, table, sharers, keys)
+}
+
+// WorkKeyed is WorkShared with ops' fingerprints given (OpKeys(ops), which
+// a caller pricing the same ops many times computes once): an op whose key
+// is in Profiled, with its kind, costs that entry's Scale times its kind's
+// price. nil keys price every op by its kind. It panics if sharers < 1 or
+// keys is neither nil nor as long as ops.
+func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, table func(build int) float64, sharers float64, keys []string) float64 {
 	if sharers < 1 {
 		panic("costmodel: WorkShared with fewer than 1 sharer")
+	}
+	if keys != nil && len(keys) != len(ops) {
+		panic("costmodel: WorkKeyed with keys not matching ops")
 	}
 	if len(ops) == 0 {
 		if int(kind) >= len(d.Ops) {
@@ -178,7 +223,13 @@ func (d *Device) WorkShared(ops []plan.Op, kind plan.OpKind, bytes, rows int64, 
 			case plan.OpAggPartial:
 				ws = AggState(op)
 			}
-			t += d.Ops[op.Kind].NsExpr(b, r, op.Terms(), op.StrTerms(), nb, ws*sharers)
+			c := d.Ops[op.Kind].NsExpr(b, r, op.Terms(), op.StrTerms(), nb, ws*sharers)
+			if keys != nil {
+				if s, ok := d.Profiled[keys[i]]; ok && s.Op == op.Kind.String() {
+					c *= s.Scale
+				}
+			}
+			t += c
 		}
 		b, r = nb, nr
 	}
@@ -207,19 +258,41 @@ func AggState(op *plan.Op) float64 {
 // its line.
 func (d *Device) UnmarshalYAML(n *yaml.Node) error {
 	var raw struct {
-		Launch Duration             `yaml:"launch"`
-		Ops    map[string]yaml.Node `yaml:"ops"`
+		Launch   Duration             `yaml:"launch"`
+		Ops      map[string]yaml.Node `yaml:"ops"`
+		Profiled map[string]yaml.Node `yaml:"profiled"`
 	}
 	if err := decodeStrict(n, &raw); err != nil {
 		return err
 	}
 	d.Launch = raw.Launch
 	d.Ops = [plan.NumOpKinds]OpCost{}
+	d.Profiled = nil
 	// Key lines: walk the mapping node to report unknown kinds by line.
-	var opsNode *yaml.Node
+	var opsNode, profNode *yaml.Node
 	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == "ops" {
+		switch n.Content[i].Value {
+		case "ops":
 			opsNode = n.Content[i+1]
+		case "profiled":
+			profNode = n.Content[i+1]
+		}
+	}
+	if profNode != nil && profNode.Kind == yaml.MappingNode {
+		d.Profiled = make(map[string]OpScale, len(profNode.Content)/2)
+		for i := 0; i+1 < len(profNode.Content); i += 2 {
+			key, val := profNode.Content[i], profNode.Content[i+1]
+			var s OpScale
+			if err := decodeStrict(val, &s); err != nil {
+				return err
+			}
+			if _, err := plan.ParseOpKind(s.Op); err != nil {
+				return fmt.Errorf("line %d: profiled operator %s: %w", key.Line, key.Value, err)
+			}
+			if !(s.Scale > 0) || math.IsInf(s.Scale, 0) {
+				return fmt.Errorf("line %d: profiled operator %s: scale %g, want a positive number", key.Line, key.Value, s.Scale)
+			}
+			d.Profiled[key.Value] = s
 		}
 	}
 	if opsNode == nil {
@@ -316,6 +389,14 @@ type Storage struct {
 	Request   Bytes     `yaml:"request"`
 	TaskQD    int       `yaml:"task_qd"`
 	Curve     []QDPoint `yaml:"qd_curve"`
+	// DeviceQD is the most requests the reader keeps outstanding on the
+	// device over all read tasks (the engine's io_uring queue depth): a
+	// read task starts once its TaskRequests fit beside those of the tasks
+	// in flight (or none is), first come first served, as the reader's
+	// FIFO submission queue serves them. 0: every read task starts at
+	// once and they share the bandwidth (processor sharing), so the first
+	// unit is read no sooner than the last.
+	DeviceQD int `yaml:"device_qd,omitempty"`
 }
 
 // Frac is f(q) of the formula on Storage.
@@ -381,6 +462,9 @@ func (s *Storage) TaskRequests(b int64) int {
 func (s *Storage) Validate() error {
 	if s.Bandwidth <= 0 {
 		return fmt.Errorf("costmodel: storage bandwidth must be positive")
+	}
+	if s.DeviceQD < 0 {
+		return fmt.Errorf("costmodel: storage device_qd %d must not be negative", s.DeviceQD)
 	}
 	for i, p := range s.Curve {
 		if p.QD <= 0 || p.Frac <= 0 || p.Frac > 1 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"gostachio/costmodel"
 	"gostachio/plan"
@@ -113,6 +114,14 @@ type Cluster struct {
 	// tables: input bytes of the hash-build kernels per node, device and
 	// build pipeline — the working set of the probes of that table.
 	tables map[tableKey]float64
+	// gates admit read tasks (per node and SSD) and host kernels and
+	// merges (per node), first come first served, where the profile
+	// bounds how many run at once (costmodel.Storage.DeviceQD,
+	// NodeSpec.CPUSlots); created on first use.
+	gates map[gateKey]*gate
+	// opKeys caches the fingerprints of the ops slices kernels run
+	// (costmodel.OpKeys), by their first op, for profiled operators.
+	opKeys map[*plan.Op][]string
 	// outputs, if set, gives kernels' and merges' real output sizes
 	// (trace replay); otherwise completions report the estimates.
 	outputs func(t *scheduler.Task) (bytes, rows int64, ok bool)
@@ -133,9 +142,23 @@ func (c *Cluster) kernelWork(dev *costmodel.Device, t *scheduler.Task) float64 {
 	if c.prof.Node.SharedMachine {
 		sharers = float64(c.nodes)
 	}
-	return dev.WorkShared(t.Ops, t.OpKind, t.Bytes, t.Rows, func(build int) float64 {
+	var keys []string
+	if len(dev.Profiled) > 0 && len(t.Ops) > 0 {
+		// A pipeline's tasks share its ops slice: fingerprint it once
+		// (tasks running a prefix of it reuse the keys' prefix).
+		if keys = c.opKeys[&t.Ops[0]]; len(keys) >= len(t.Ops) {
+			keys = keys[:len(t.Ops)]
+		} else {
+			keys = costmodel.OpKeys(t.Ops)
+			if c.opKeys == nil {
+				c.opKeys = map[*plan.Op][]string{}
+			}
+			c.opKeys[&t.Ops[0]] = keys
+		}
+	}
+	return dev.WorkKeyed(t.Ops, t.OpKind, t.Bytes, t.Rows, func(build int) float64 {
 		return c.tables[tableKey{t.Node, t.Device, int32(build)}]
-	}, sharers)
+	}, sharers, keys)
 }
 
 // rec is the payload of one flow: the task it executes and, for a send
@@ -144,6 +167,82 @@ type rec struct {
 	task      *scheduler.Task
 	recv      *scheduler.Task
 	recvStart int64
+	// gate the flow passed (nil: none) and its weight there.
+	gate   *gate
+	weight int
+}
+
+// gateKey names a gate: the kind of the resource it guards, its node
+// and index.
+type gateKey struct {
+	kind      LinkKind
+	node, idx int32
+}
+
+// gate is a first-come-first-served admission to a resource: flows of
+// total weight up to capacity run (one always may, however heavy); the
+// others wait in arrival order.
+type gate struct {
+	capacity, used int
+	waiting        []waitingFlow
+	head           int
+}
+
+// waitingFlow is a flow a gate holds back: its spec (with its own copy of
+// the links) and weight.
+type waitingFlow struct {
+	spec   FlowSpec
+	weight int
+}
+
+// admit takes weight w if it fits now and nothing waits before it.
+func (g *gate) admit(w int) bool {
+	if g.used == 0 || (g.head == len(g.waiting) && g.used+w <= g.capacity) {
+		g.used += w
+		return true
+	}
+	return false
+}
+
+// release returns weight w and starts, in order, the waiting flows that
+// now fit.
+func (g *gate) release(w int, net *Net) {
+	g.used -= w
+	for g.head < len(g.waiting) {
+		x := &g.waiting[g.head]
+		if g.used != 0 && g.used+x.weight > g.capacity {
+			return
+		}
+		g.used += x.weight
+		net.Start(x.spec)
+		*x = waitingFlow{}
+		g.head++
+	}
+	g.waiting, g.head = g.waiting[:0], 0
+}
+
+// gateOf is the gate task t must pass (nil: none) and its weight there.
+func (c *Cluster) gateOf(t *scheduler.Task, spec *FlowSpec) (*gate, int) {
+	nd := &c.prof.Node
+	var k gateKey
+	var capacity, w int
+	switch {
+	case t.Kind == scheduler.TaskRead && c.prof.NVMe.DeviceQD > 0:
+		k, capacity, w = gateKey{LinkNVMe, t.Node, t.Res.Index}, c.prof.NVMe.DeviceQD, max(spec.QD, 1)
+	case (t.Kind == scheduler.TaskKernel || t.Kind == scheduler.TaskMerge) && nd.KernelsOnHost && nd.CPUSlots > 0:
+		k, capacity, w = gateKey{LinkHost, t.Node, 0}, nd.CPUSlots, 1
+	default:
+		return nil, 0
+	}
+	g := c.gates[k]
+	if g == nil {
+		if c.gates == nil {
+			c.gates = map[gateKey]*gate{}
+		}
+		g = &gate{capacity: capacity}
+		c.gates[k] = g
+	}
+	return g, w
 }
 
 type recvHalf struct {
@@ -352,6 +451,14 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 		}
 		c.sendFlows[t.Tag] = r
 	}
+	if g, w := c.gateOf(t, &spec); g != nil {
+		c.recs[r].gate, c.recs[r].weight = g, w
+		if !g.admit(w) {
+			spec.Links = slices.Clone(ls)
+			g.waiting = append(g.waiting, waitingFlow{spec, w})
+			return nil
+		}
+	}
 	c.net.Start(spec)
 	return nil
 }
@@ -421,6 +528,9 @@ func (c *Cluster) Next(ctx context.Context) (scheduler.Completion, error) {
 	r := c.recs[tag]
 	c.recs[tag] = rec{}
 	c.freeRecs = append(c.freeRecs, tag)
+	if r.gate != nil {
+		r.gate.release(r.weight, c.net)
+	}
 	t := r.task
 	comp := scheduler.Completion{Task: t, Start: scheduler.Time(start), End: scheduler.Time(end)}
 	switch t.Kind {

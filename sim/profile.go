@@ -62,10 +62,16 @@ type NodeSpec struct {
 	// KernelsOnHost runs "device" kernels on the host CPU (no GPU: the
 	// devbox profile), priced by Host, KernelThreads cores each, sharing the
 	// host's cores with merges.
-	KernelsOnHost bool            `yaml:"kernels_on_host"`
-	KernelThreads float64         `yaml:"kernel_threads"`
-	DeviceMemory  costmodel.Bytes `yaml:"device_memory"`
-	PinnedMemory  costmodel.Bytes `yaml:"pinned_memory"`
+	KernelsOnHost bool    `yaml:"kernels_on_host"`
+	KernelThreads float64 `yaml:"kernel_threads"`
+	// CPUSlots, with KernelsOnHost, is how many kernels and merges a node
+	// runs at once (the CPU engine's GOMAXPROCS slots): a task that finds
+	// them taken waits for one, first come first served, where with 0
+	// every task starts at once and they share the cores (processor
+	// sharing), so none finishes early and nothing downstream can start.
+	CPUSlots     int             `yaml:"cpu_slots,omitempty"`
+	DeviceMemory costmodel.Bytes `yaml:"device_memory"`
+	PinnedMemory costmodel.Bytes `yaml:"pinned_memory"`
 	// SharedMachine makes every node a process of one machine (an emulated
 	// cluster: `gostachio cluster`): host_cores and the SSDs are that
 	// machine's, built once and shared by all nodes, so a node waiting on
@@ -210,6 +216,8 @@ func (p *Profile) Validate() error {
 		return fmt.Errorf("node.colocation needs node.shared_machine")
 	case n.MergeThreads < 0 || n.KernelThreads < 0:
 		return fmt.Errorf("node.merge_threads and node.kernel_threads must not be negative")
+	case n.CPUSlots < 0 || (n.CPUSlots > 0 && !n.KernelsOnHost):
+		return fmt.Errorf("node.cpu_slots %d: want 0, or a positive count with kernels_on_host", n.CPUSlots)
 	case n.DeviceMemory <= 0 || n.PinnedMemory <= 0:
 		return fmt.Errorf("node.device_memory and node.pinned_memory must be positive")
 	case p.PCIe.H2D <= 0 || p.PCIe.D2H <= 0:

@@ -1,0 +1,122 @@
+package sim
+
+import (
+	"testing"
+
+	"gostachio/plan"
+	"gostachio/scheduler"
+)
+
+// gateRun starts tasks at time 0 on a one-node cluster of p and returns
+// each task's [start, end].
+func gateRun(t *testing.T, p *Profile, tasks []scheduler.Task) [][2]int64 {
+	t.Helper()
+	c, err := NewCluster(p, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range tasks {
+		if err := c.Start(&tasks[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := make([][2]int64, len(tasks))
+	n := 0
+	for _, comp := range drain(t, c) {
+		for i := range tasks {
+			if comp.Task == &tasks[i] {
+				got[i] = [2]int64{int64(comp.Start), int64(comp.End)}
+				n++
+			}
+		}
+	}
+	if n != len(tasks) {
+		t.Fatalf("%d completions for %d tasks", n, len(tasks))
+	}
+	return got
+}
+
+// TestReadsFirstComeFirstServed: with a device queue depth, reads run in
+// the order they were started, as many as their requests fit, so the
+// first one finishes after its own time; without it they share the
+// device and all finish together.
+func TestReadsFirstComeFirstServed(t *testing.T) {
+	p, err := LoadProfile("testdata/profiles/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := func() []scheduler.Task {
+		ts := make([]scheduler.Task, 4)
+		for i := range ts {
+			// 4 MiB = 4 requests of 1 MiB (task_qd 4): full bandwidth, 1 B/ns.
+			ts[i] = scheduler.Task{Kind: scheduler.TaskRead, Res: scheduler.Resource{Kind: scheduler.ResNVMe}, Bytes: 4 << 20}
+		}
+		return ts
+	}
+	const alone = 100_000 + 4<<20 // latency + 4 MiB at 1 B/ns
+	fifo := *p
+	fifo.NVMe.DeviceQD = 4 // one task's 4 requests at a time
+	for i, r := range gateRun(t, &fifo, reads()) {
+		if want := [2]int64{int64(i) * alone, int64(i+1) * alone}; r != want {
+			t.Errorf("device_qd 4: read %d ran %v, want %v", i, r, want)
+		}
+	}
+	// Two at a time: 8 requests in flight (past the curve: full rate),
+	// each pair sharing 1 B/ns.
+	fifo.NVMe.DeviceQD = 8
+	pair := int64(100_000 + 2*(4<<20))
+	for i, r := range gateRun(t, &fifo, reads()) {
+		if want := [2]int64{int64(i/2) * pair, int64(i/2+1) * pair}; r != want {
+			t.Errorf("device_qd 8: read %d ran %v, want %v", i, r, want)
+		}
+	}
+	// No device queue: all four share the device from the start.
+	for i, r := range gateRun(t, p, reads()) {
+		if want := [2]int64{0, 100_000 + 4*(4<<20)}; r != want {
+			t.Errorf("no device_qd: read %d ran %v, want %v", i, r, want)
+		}
+	}
+	fifo.NVMe.DeviceQD = -1
+	if err := fifo.Validate(); err == nil {
+		t.Error("negative device_qd accepted")
+	}
+}
+
+// TestKernelsTakeCPUSlots: with cpu_slots, host kernels beyond the slots
+// wait for one instead of slowing the running ones down.
+func TestKernelsTakeCPUSlots(t *testing.T) {
+	p, err := LoadProfile("testdata/profiles/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := *p
+	host.Node.KernelsOnHost, host.Node.HostCores, host.Node.KernelThreads = true, 2, 1
+	agg := []plan.Op{{Kind: plan.OpAggFinal, Selectivity: 0.001, OutWidth: 8}}
+	kernels := func() []scheduler.Task {
+		ts := make([]scheduler.Task, 5)
+		for i := range ts {
+			// 1e6 rows at 1 G rows/s: 1 ms on one core, after a 2 µs launch.
+			ts[i] = scheduler.Task{Kind: scheduler.TaskKernel, Res: scheduler.Resource{Kind: scheduler.ResGPU}, Device: int32(i % 2),
+				Ops: agg, OpKind: plan.OpAggFinal, Rows: 1e6}
+		}
+		return ts
+	}
+	const one = 2_000 + 1_000_000
+	host.Node.CPUSlots = 2
+	for i, r := range gateRun(t, &host, kernels()) {
+		if want := [2]int64{int64(i/2) * one, int64(i/2+1) * one}; r != want {
+			t.Errorf("cpu_slots 2: kernel %d ran %v, want %v", i, r, want)
+		}
+	}
+	// Processor sharing: five kernels on two cores, 0.4 core each.
+	host.Node.CPUSlots = 0
+	for i, r := range gateRun(t, &host, kernels()) {
+		if want := [2]int64{0, 2_000 + 2_500_000}; r != want {
+			t.Errorf("no cpu_slots: kernel %d ran %v, want %v", i, r, want)
+		}
+	}
+	host.Node.CPUSlots, host.Node.KernelsOnHost = 2, false
+	if err := host.Validate(); err == nil {
+		t.Error("cpu_slots without kernels_on_host accepted")
+	}
+}
