@@ -10,7 +10,11 @@
 // filling), recomputed only when flows join or leave and only over the
 // connected component they touch, once per instant. An SSD's capacity
 // follows its queue-depth curve; compute links are measured in busy-ns
-// (GPU: 1 device; host: cores, with per-flow core limits). Costs come from
+// (GPU: 1 device; host: cores, with per-flow core limits). Where a profile
+// bounds admission (nvme.device_qd: the reader's ring; node.cpu_slots: the
+// CPU engine's slots), flows past the bound wait first come first served
+// before they join (Cluster's gates), as the engine queues them, instead
+// of all sharing at once. Costs come from
 // package costmodel. All nodes share one event queue (a typed binary heap
 // ordered by time, then scheduling order) and one network; the only
 // randomness is optional latency jitter from an explicit seed.
