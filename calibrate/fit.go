@@ -178,10 +178,7 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 		}
 		f.Components = append(f.Components, Component{k, params, q})
 	}
-	profiled, comp, err := fitScales(costs, keyed, keyOp, keyCase)
-	if err != nil {
-		return nil, err
-	}
+	profiled, comp := fitScales(costs, keyed, keyOp, keyCase)
 	if len(profiled) > 0 {
 		f.Components = append(f.Components, comp)
 	}
@@ -276,7 +273,7 @@ type profiledOp struct {
 // order of their cases. Operators whose kind prices their samples at
 // nothing keep the kind's price. The component reports the scales' range
 // and the quality of the scaled costs over all these samples.
-func fitScales(costs map[string]costmodel.OpCost, keyed map[string][]costmodel.OpSample, keyOp, keyCase map[string]string) ([]profiledOp, Component, error) {
+func fitScales(costs map[string]costmodel.OpCost, keyed map[string][]costmodel.OpSample, keyOp, keyCase map[string]string) ([]profiledOp, Component) {
 	keys := make([]string, 0, len(keyed))
 	for k := range keyed {
 		keys = append(keys, k)
@@ -303,10 +300,10 @@ func fitScales(costs map[string]costmodel.OpCost, keyed map[string][]costmodel.O
 		}
 	}
 	if len(out) == 0 {
-		return nil, Component{}, nil
+		return nil, Component{}
 	}
 	sort.Float64s(scales)
 	params := fmt.Sprintf("%d plan operators, scale of their kind's cost: median %.2f, from %.2f to %.2f",
 		len(out), scales[len(scales)/2], scales[0], scales[len(scales)-1])
-	return out, Component{"profiled", params, costmodel.Quality(pred, meas)}, nil
+	return out, Component{"profiled", params, costmodel.Quality(pred, meas)}
 }
