@@ -147,7 +147,7 @@ func TestHeldOutQueries(t *testing.T) {
 		t.Fatal(err)
 	}
 	rep, err := Validate(context.Background(), ValidateOptions{Profile: prof, Data: testData(t), Queries: "q1,q6,q14",
-		Policies: []string{"serial", "overlap"}, Rounds: 1, Out: dir})
+		Policies: []string{"serial", "overlap"}, Rounds: 3, Warmup: 1, Out: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
