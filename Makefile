@@ -44,12 +44,17 @@ peer:
 	cd $(PEER) && $(GO) build -o $(CURDIR)/$(PEER_BIN) ./cmd/duckdb-tpch
 
 # gofmt check + vet + every test (the SF1 dbgen-exactness tests included).
+# calibrate runs alone, after the rest: its held-out test times the engine
+# against the simulator, and beside the other packages on 2 cores the engine
+# ran 10x slower than simulated (CI, 2026-11-26) while the profile, fitted
+# earlier in the same test binary, had been timed under a different load.
 test: deps
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 	$(MAKE) test-rdma
-	$(GO) test -count=1 -timeout 30m ./...
+	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v '/calibrate$$')
+	$(GO) test -count=1 -timeout 10m ./calibrate
 	$(MAKE) test-peer
 
 # DuckDB on our Parquet export: its answers, and our engine's results equal
