@@ -89,6 +89,17 @@ func TestCalibrationReproducible(t *testing.T) {
 			t.Errorf("micro-benchmarks measured no %s", want)
 		}
 	}
+	// Builds of one width make bytes and rows the same feature, and the
+	// fit then prices every build by whichever it picked.
+	widths := map[int64]bool{}
+	for _, s := range samples {
+		if s.Component == CompKernel && s.Op == "hash-build" && s.Rows > 0 {
+			widths[s.Bytes/s.Rows] = true
+		}
+	}
+	if len(widths) < 3 {
+		t.Errorf("hash builds measured at %d widths (bytes per row %v), want 3 or more", len(widths), widths)
+	}
 	opts := ProfileOptions{Provenance: fixedProvenance(), Devices: 2}
 	a, err := FitProfile(samples, opts)
 	if err != nil {

@@ -826,6 +826,15 @@ func (m *micro) joinsAndSorts() error {
 			[]string{"c_nationkey"}, "c_custkey", "o_custkey", 0},
 		{"lineitem", "orders", []string{"l_orderkey", "l_suppkey"}, []string{"o_orderkey", "o_orderdate"},
 			[]string{"l_suppkey"}, "l_orderkey", "o_orderkey", maxBuildRows},
+		// Builds of other widths (8 and 37 bytes a row besides the 16 of
+		// the three above): a build indexes its input without copying it,
+		// so its cost follows its rows, not its bytes, and with every
+		// build 16 bytes wide the fit could not tell the two apart (it
+		// priced q21's key-only builds at half their rows' cost).
+		{"lineitem", "orders", []string{"l_orderkey"}, []string{"o_orderkey", "o_orderdate"},
+			nil, "l_orderkey", "o_orderkey", maxBuildRows / 4},
+		{"orders", "lineitem", []string{"o_orderkey", "o_custkey", "o_orderdate", "o_totalprice", "o_shippriority", "o_orderstatus"},
+			[]string{"l_orderkey", "l_extendedprice"}, []string{"o_custkey", "o_totalprice"}, "o_orderkey", "l_orderkey", 0},
 	}
 	for _, j := range joins {
 		bt, err := m.table(j.build)
