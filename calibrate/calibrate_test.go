@@ -100,6 +100,17 @@ func TestCalibrationReproducible(t *testing.T) {
 	if len(widths) < 3 {
 		t.Errorf("hash builds measured at %d widths (bytes per row %v), want 3 or more", len(widths), widths)
 	}
+	// Probes that find nothing, at several table sizes: the TPC-H probes
+	// match most rows, which mixes the lookups' cost with the output's.
+	missTables := map[int64]bool{}
+	for _, s := range samples {
+		if s.Component == CompKernel && s.Op == "hash-probe" && s.Out == 0 && s.Rows > 0 && s.Table > 0 {
+			missTables[s.Table] = true
+		}
+	}
+	if len(missTables) < 3 {
+		t.Errorf("probes without output measured at %d table sizes, want 3 or more", len(missTables))
+	}
 	opts := ProfileOptions{Provenance: fixedProvenance(), Devices: 2}
 	a, err := FitProfile(samples, opts)
 	if err != nil {
