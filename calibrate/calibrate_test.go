@@ -148,8 +148,32 @@ func TestCalibrationReproducible(t *testing.T) {
 	if len(p1) == 0 || !bytes.Equal(p1, p2) {
 		t.Fatal("two refits of one samples file differ")
 	}
-	if _, err := sim.LoadProfileLog(out, io.Discard); err != nil {
+	prof, err := sim.LoadProfileLog(out, io.Discard)
+	if err != nil {
 		t.Fatalf("written profile does not load: %v", err)
+	}
+	// The CPU reference: timed between the groups of kernels, the profile
+	// holds the mean of those times.
+	var refSum float64
+	var refs int
+	for _, s := range samples {
+		if s.Component == CompReference {
+			refSum += float64(s.Ns)
+			refs++
+		}
+	}
+	if refs < 2 || !(refSum > 0) {
+		t.Fatalf("%d CPU reference samples (sum %v ns), want 2 or more", refs, refSum)
+	}
+	if got, want := float64(prof.Host.Reference), math.Round(refSum/float64(refs)); got != want {
+		t.Errorf("profile's host.reference %v ns, want the samples' mean %v", got, want)
+	}
+}
+
+func TestCPUCheck(t *testing.T) {
+	c := cpuCheck(4e6, []int64{4e6, 8e6, 6e6, 4e6})
+	if c.Ns != 5.5e6 || c.MinNs != 4e6 || c.MaxNs != 8e6 || c.N != 4 || c.Ratio != 1.375 || c.ProfileNs != 4e6 {
+		t.Errorf("cpuCheck = %+v", c)
 	}
 }
 
@@ -168,10 +192,31 @@ func TestHeldOutQueries(t *testing.T) {
 	if err := os.WriteFile(prof, fit.YAML, 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// Without a reference in the profile, --rescale-cpu has nothing to
+	// compare with.
+	noRef := filepath.Join(dir, "noref.yaml")
+	var kept []string
+	for _, l := range strings.Split(string(fit.YAML), "\n") {
+		if !strings.HasPrefix(strings.TrimSpace(l), "reference:") {
+			kept = append(kept, l)
+		}
+	}
+	if err := os.WriteFile(noRef, []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Validate(context.Background(), ValidateOptions{Profile: noRef, Data: testData(t), Queries: "q6", RescaleCPU: true}); err == nil || !strings.Contains(err.Error(), "host.reference") {
+		t.Errorf("validate --rescale-cpu with a profile without reference: error %v, want one naming host.reference", err)
+	}
+	const warmup, rounds = 1, 3
 	rep, err := Validate(context.Background(), ValidateOptions{Profile: prof, Data: testData(t), Queries: "q1,q6,q14",
-		Policies: []string{"serial", "overlap"}, Rounds: 3, Warmup: 1, Out: dir})
+		Policies: []string{"serial", "overlap"}, Rounds: rounds, Warmup: warmup, Out: dir, RescaleCPU: true})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The reference before the first run and after every round.
+	if c := rep.CPU; c == nil || c.N != warmup+rounds+1 || !c.Rescaled || c.ProfileNs <= 0 ||
+		math.Abs(c.Ratio-float64(c.Ns)/float64(c.ProfileNs)) > 1e-6 || !(c.MinNs <= c.Ns && c.Ns <= c.MaxNs) {
+		t.Errorf("CPU check %+v: want %d references, rescaled, ratio = mean / profile's", c, warmup+rounds+1)
 	}
 	if len(rep.Cases) != 6 {
 		t.Fatalf("%d cases, want 6", len(rep.Cases))
@@ -191,8 +236,8 @@ func TestHeldOutQueries(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text.String(), "median") {
-		t.Errorf("report lacks the summary:\n%s", text.String())
+	if !strings.Contains(text.String(), "median") || !strings.Contains(text.String(), "CPU reference") {
+		t.Errorf("report lacks the summary or the CPU reference:\n%s", text.String())
 	}
 	t.Logf("held-out at SF0.01:\n%s", text.String())
 	if _, err := os.Stat(filepath.Join(dir, "results.csv")); err != nil {

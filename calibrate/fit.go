@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 
+	"gonum.org/v1/gonum/floats"
+
 	"gostachio/costmodel"
 	"gostachio/engine"
 	"gostachio/plan"
@@ -79,7 +81,7 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	}
 	var reads []costmodel.ReadSample
 	var h2d []costmodel.OpSample
-	var launch []float64
+	var launch, reference []float64
 	ops := map[string][]costmodel.OpSample{}
 	// Samples of plan operators, by fingerprint, for their scales.
 	keyed := map[string][]costmodel.OpSample{}
@@ -92,6 +94,8 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 			h2d = append(h2d, costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns)})
 		case CompLaunch:
 			launch = append(launch, float64(s.Ns))
+		case CompReference:
+			reference = append(reference, float64(s.Ns))
 		case CompKernel:
 			if _, err := plan.ParseOpKind(s.Op); err != nil {
 				return nil, fmt.Errorf("calibrate: sample %q: %w", s.Case, err)
@@ -143,6 +147,14 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 		sort.Float64s(launch)
 		launchNs = costmodel.Duration(math.Round(launch[len(launch)/2]))
 		f.Components = append(f.Components, Component{"launch", fmt.Sprintf("%s per task", launchNs), costmodel.FitQuality{N: len(launch), R2: math.NaN()}})
+	}
+
+	var referenceNs costmodel.Duration
+	if len(reference) > 0 {
+		// The mean: the machine flips between two speeds, and the mean
+		// follows the share of slow time (reference.go).
+		referenceNs = costmodel.Duration(math.Round(floats.Sum(reference) / float64(len(reference))))
+		f.Components = append(f.Components, Component{"reference", fmt.Sprintf("%s (CPU reference, mean of %d)", referenceNs, len(reference)), costmodel.FitQuality{N: len(reference), R2: math.NaN()}})
 	}
 
 	names := make([]string, 0, len(ops))
@@ -207,7 +219,11 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	fmt.Fprintf(&y, "nic:  # exchange between worker groups is in memory: dispatch only\n  bandwidth: 1e12\n  latency: %dns\n", launchNs)
 	fmt.Fprintf(&y, "switch:\n  oversubscription: 1\nintra_node:\n  path: nic\nsync_latency: 0s  # a sync on the CPU engine is free\n")
 	fmt.Fprintf(&y, "gpu:\n  launch: 0s  # unused: kernels_on_host\n")
-	fmt.Fprintf(&y, "host:\n  launch: %dns\n  ops:\n", launchNs)
+	fmt.Fprintf(&y, "host:\n  launch: %dns\n", launchNs)
+	if referenceNs > 0 {
+		fmt.Fprintf(&y, "  reference: %dns  # the CPU reference workload's time here and now (validate compares its own)\n", referenceNs)
+	}
+	fmt.Fprintf(&y, "  ops:\n")
 	for _, k := range names {
 		c := costs[k]
 		miss := ""

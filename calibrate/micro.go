@@ -95,12 +95,17 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 	}
 	batches := map[string]*cpu.Batch{}
 	var runs [][]Sample
+	reference := func() {
+		out = append(out, Sample{Component: CompReference, Case: "cpu reference", Tasks: referenceReps, Ns: ReferenceNs()})
+	}
 	for pass := 1; pass <= passes; pass++ {
+		reference()
 		m := &micro{ds: ds, reps: opts.Reps, quick: opts.Quick, batches: batches}
 		fmt.Fprintf(logw, "calibrate: pass %d of %d: h2d decode\n", pass, passes)
 		if err := m.h2d(); err != nil {
 			return nil, err
 		}
+		reference()
 		fmt.Fprintf(logw, "calibrate: pass %d of %d: kernels of the plans' operators\n", pass, passes)
 		if err := m.planOps(ctx); err != nil {
 			return nil, err
@@ -110,12 +115,14 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 				return nil, err
 			}
 		}
+		reference()
 		fmt.Fprintf(logw, "calibrate: pass %d of %d: hash builds, probes, sorts\n", pass, passes)
 		if err := m.joinsAndSorts(); err != nil {
 			return nil, err
 		}
 		runs = append(runs, m.out)
 	}
+	reference()
 	merged, err := medianOfPasses(runs)
 	if err != nil {
 		return nil, err

@@ -27,6 +27,9 @@ const (
 	CompH2D    = "h2d"    // the CPU "copy" of a unit's columns (Bytes); Ns one call
 	CompLaunch = "launch" // dispatch of one task to a CPU slot and back; Ns per task
 	CompKernel = "kernel" // one operator (Op) over Bytes / Rows of input; Ns one call
+	// CompReference is the CPU reference workload (reference.go): Ns the
+	// median of Tasks runs, taken between the groups of kernel samples.
+	CompReference = "reference"
 )
 
 // Sample is one micro-benchmark measurement.

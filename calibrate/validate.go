@@ -58,6 +58,11 @@ type ValidateOptions struct {
 	// uncertainty of comparing cases).
 	Order string
 	Seed  uint64
+	// RescaleCPU scales the simulator's CPU prices (costmodel.Device.Slowed)
+	// by the CPU reference's time beside the engine's runs over its time at
+	// calibration (Report.CPU), for a machine whose speed drifts. It needs
+	// a profile with host.reference.
+	RescaleCPU bool
 	// Out, if set, is a folder for results.csv (experiments format: engine
 	// and sim rows) and the sim-vs-engine figure.
 	Out string
@@ -113,8 +118,30 @@ type Report struct {
 	// Kinds summarizes Case.SimKinds as the fields above summarize Sim
 	// (nil when the profile has no profiled operators).
 	Kinds *KindsSummary `json:",omitempty"`
+	// CPU compares the CPU reference's time beside the engine's runs with
+	// the profile's (nil when the profile has none).
+	CPU *CPUCheck `json:",omitempty"`
 	// Figure lists the figure files written (Out).
 	Figure []string
+}
+
+// CPUCheck is the CPU reference (calibrate/reference.go) timed before the
+// engine's first run and after each of its rounds, against the profile's
+// time of it.
+type CPUCheck struct {
+	// ProfileNs is the profile's host.reference (a mean over the
+	// calibration); Ns the mean of the times beside the engine, MinNs and
+	// MaxNs their range, N their count.
+	ProfileNs, Ns, MinNs, MaxNs int64
+	N                           int
+	// Ratio is Ns / ProfileNs: above 1 the machine ran slower beside the
+	// engine than at calibration.
+	Ratio float64
+	// Rescaled: the simulator's CPU prices were multiplied by Ratio
+	// (ValidateOptions.RescaleCPU); UnscaledMedianAbs and UnscaledMeanErr
+	// are the errors without it.
+	Rescaled                           bool
+	UnscaledMedianAbs, UnscaledMeanErr float64
 }
 
 // KindsSummary is the error of the kinds-only predictions (Case.SimKinds).
@@ -247,35 +274,14 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 			}
 		}
 	}
-	// Simulator: deterministic, once per case (and once more without the
-	// profiled operators, if the profile has any).
-	var kinds *sim.Profile
-	if len(prof.Host.Profiled) > 0 || len(prof.GPU.Profiled) > 0 {
-		k := *prof
-		k.Host.Profiled, k.GPU.Profiled = nil, nil
-		kinds = &k
+	if opts.RescaleCPU && prof.Host.Reference <= 0 {
+		return nil, fmt.Errorf("calibrate: validate --rescale-cpu: profile %s has no host.reference (the CPU reference's time at calibration): recalibrate it with this version", prof.Name)
 	}
-	for i := range cases {
-		c := &cases[i]
-		p, err := queries.Build(c.Query, sf, tables)
-		if err != nil {
-			return nil, fmt.Errorf("calibrate: %w", err)
-		}
-		pol, err := scheduler.NewPolicy(c.Policy, c.Set)
-		if err != nil {
-			return nil, err
-		}
-		rep, err := sim.Simulate(ctx, p, prof, 1, pol, nil, 0, 0)
-		if err != nil {
-			return nil, err
-		}
-		c.Sim = float64(rep.MakespanNs) / 1e9
-		if kinds != nil {
-			if rep, err = sim.Simulate(ctx, p, kinds, 1, pol, nil, 0, 0); err != nil {
-				return nil, err
-			}
-			c.SimKinds = float64(rep.MakespanNs) / 1e9
-		}
+	// Simulator: deterministic, once per case (and once more without the
+	// profiled operators, if the profile has any); before the engine, so
+	// that a profile the simulator rejects fails in seconds.
+	if err := simulateCases(ctx, cases, prof, sf, tables); err != nil {
+		return nil, err
 	}
 	// Engine: rounds of all cases in a seeded random order.
 	defer engine.TuneGC()()
@@ -286,7 +292,19 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	}
 	defer reader.Close()
 	started := time.Now().UTC().Format(time.RFC3339)
-	for _, run := range engineRuns(len(cases), opts.Warmup, opts.Rounds, opts.Order, opts.Seed) {
+	// The CPU reference before the first run and after every len(cases)
+	// runs (a round of the random order).
+	var refs []int64
+	reference := func() {
+		if prof.Host.Reference > 0 {
+			refs = append(refs, ReferenceNs())
+		}
+	}
+	reference()
+	for i, run := range engineRuns(len(cases), opts.Warmup, opts.Rounds, opts.Order, opts.Seed) {
+		if i > 0 && i%len(cases) == 0 {
+			reference()
+		}
 		c := &cases[run.Case]
 		res, err := engine.Query(ctx, ds, c.Query, engine.QueryOptions{Policy: c.Policy, Set: c.Set, Reader: reader, Log: logw})
 		if err != nil {
@@ -299,7 +317,21 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 		c.EngineRounds = append(c.EngineRounds, res.Wall.Seconds())
 		fmt.Fprintf(logw, "round %d %s %s %s: engine %.3f s\n", run.Round+1, c.Query, c.Policy, c.Set, res.Wall.Seconds())
 	}
+	reference()
 	rep := summarize(prof.Name, names, cases)
+	if len(refs) > 0 {
+		cpu := cpuCheck(int64(prof.Host.Reference), refs)
+		if opts.RescaleCPU {
+			cpu.Rescaled, cpu.UnscaledMedianAbs, cpu.UnscaledMeanErr = true, rep.MedianAbs, rep.MeanErr
+			scaled := *prof
+			scaled.Host, scaled.GPU = prof.Host.Slowed(cpu.Ratio), prof.GPU.Slowed(cpu.Ratio)
+			if err := simulateCases(ctx, cases, &scaled, sf, tables); err != nil {
+				return nil, err
+			}
+			rep = summarize(prof.Name, names, cases)
+		}
+		rep.CPU = cpu
+	}
 	rep.RunOrder = opts.Order
 	if opts.Out != "" {
 		if err := writeValidation(rep, opts, prof.Name, sf, started, logw); err != nil {
@@ -307,6 +339,53 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 		}
 	}
 	return rep, nil
+}
+
+// simulateCases sets every case's Sim from prof and, if prof has
+// profiled operators, its SimKinds from prof without them.
+func simulateCases(ctx context.Context, cases []Case, prof *sim.Profile, sf float64, tables []plan.TableStats) error {
+	var kinds *sim.Profile
+	if len(prof.Host.Profiled) > 0 || len(prof.GPU.Profiled) > 0 {
+		k := *prof
+		k.Host.Profiled, k.GPU.Profiled = nil, nil
+		kinds = &k
+	}
+	for i := range cases {
+		c := &cases[i]
+		p, err := queries.Build(c.Query, sf, tables)
+		if err != nil {
+			return fmt.Errorf("calibrate: %w", err)
+		}
+		pol, err := scheduler.NewPolicy(c.Policy, c.Set)
+		if err != nil {
+			return err
+		}
+		rep, err := sim.Simulate(ctx, p, prof, 1, pol, nil, 0, 0)
+		if err != nil {
+			return err
+		}
+		c.Sim = float64(rep.MakespanNs) / 1e9
+		if kinds != nil {
+			if rep, err = sim.Simulate(ctx, p, kinds, 1, pol, nil, 0, 0); err != nil {
+				return err
+			}
+			c.SimKinds = float64(rep.MakespanNs) / 1e9
+		}
+	}
+	return nil
+}
+
+// cpuCheck summarizes the reference times refs (at least one) against the
+// profile's: their mean, range and the ratio mean / profileNs.
+func cpuCheck(profileNs int64, refs []int64) *CPUCheck {
+	c := &CPUCheck{ProfileNs: profileNs, MinNs: slices.Min(refs), MaxNs: slices.Max(refs), N: len(refs)}
+	var sum float64
+	for _, r := range refs {
+		sum += float64(r)
+	}
+	mean := sum / float64(len(refs))
+	c.Ns, c.Ratio = int64(math.Round(mean)), mean/float64(profileNs)
+	return c
 }
 
 // Orders of the engine's runs (ValidateOptions.Order).
@@ -480,6 +559,15 @@ func (r *Report) WriteText(w io.Writer) error {
 	if k := r.Kinds; k != nil {
 		fmt.Fprintf(&b, "kinds only (profiled operators priced by their kind, as an unmeasured operator is): median %.1f%%, P90 %.1f%%, max %.1f%%, bias %+.1f%% (%d under), same ranking %d of %d queries\n",
 			100*k.MedianAbs, 100*k.P90Abs, 100*k.MaxAbs, 100*k.MeanErr, k.Under, k.SameRanking, len(r.Queries))
+	}
+	if c := r.CPU; c != nil {
+		ms := func(ns int64) float64 { return float64(ns) / 1e6 }
+		fmt.Fprintf(&b, "CPU reference: %.2f ms at calibration, %.2f ms beside the engine (mean of %d, %.2f–%.2f ms): ×%.3f", ms(c.ProfileNs), ms(c.Ns), c.N, ms(c.MinNs), ms(c.MaxNs), c.Ratio)
+		if c.Rescaled {
+			fmt.Fprintf(&b, "; the simulator's CPU prices are scaled by it (unscaled: median %.1f%%, bias %+.1f%%)\n", 100*c.UnscaledMedianAbs, 100*c.UnscaledMeanErr)
+		} else {
+			fmt.Fprintf(&b, " (not applied; --rescale-cpu applies it)\n")
+		}
 	}
 	if r.NoiseFloor == nil {
 		fmt.Fprintf(&b, "engine noise floor: unknown (run 3+ rounds)\n")

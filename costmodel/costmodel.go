@@ -128,6 +128,29 @@ type Device struct {
 	// operator costs Scale times what Ops prices for its kind, with the
 	// same inputs. Operators not in it are priced by Ops alone.
 	Profiled map[string]OpScale
+	// Reference is how long calibrate's CPU reference workload took on
+	// the machine and at the time the prices were measured (0: unknown);
+	// validate times it again beside the engine (calibrate/reference.go).
+	Reference Duration
+}
+
+// Slowed returns d with every compute price multiplied by factor: the
+// launch, and each operator kind's fixed and cache-miss times (its rates
+// divided by it); profiled operators' scales, relative to their kind,
+// stay. Slowed(1) is d. It panics unless factor is positive and finite.
+func (d Device) Slowed(factor float64) Device {
+	if !(factor > 0) || math.IsInf(factor, 0) {
+		panic(fmt.Sprintf("costmodel: Slowed by %g", factor))
+	}
+	t := func(x Duration) Duration { return Duration(math.Round(float64(x) * factor)) }
+	r := func(x Rate) Rate { return Rate(float64(x) / factor) }
+	out := d
+	out.Launch = t(d.Launch)
+	for k, c := range d.Ops {
+		out.Ops[k] = OpCost{Fixed: t(c.Fixed), ByteRate: r(c.ByteRate), RowRate: r(c.RowRate), TermRate: r(c.TermRate),
+			OutRate: r(c.OutRate), StrTermRate: r(c.StrTermRate), Miss: t(c.Miss), Cache: c.Cache}
+	}
+	return out
 }
 
 // OpScale is the price of one profiled operator relative to its kind's
@@ -258,14 +281,15 @@ func AggState(op *plan.Op) float64 {
 // its line.
 func (d *Device) UnmarshalYAML(n *yaml.Node) error {
 	var raw struct {
-		Launch   Duration             `yaml:"launch"`
-		Ops      map[string]yaml.Node `yaml:"ops"`
-		Profiled map[string]yaml.Node `yaml:"profiled"`
+		Launch    Duration             `yaml:"launch"`
+		Reference Duration             `yaml:"reference"`
+		Ops       map[string]yaml.Node `yaml:"ops"`
+		Profiled  map[string]yaml.Node `yaml:"profiled"`
 	}
 	if err := decodeStrict(n, &raw); err != nil {
 		return err
 	}
-	d.Launch = raw.Launch
+	d.Launch, d.Reference = raw.Launch, raw.Reference
 	d.Ops = [plan.NumOpKinds]OpCost{}
 	d.Profiled = nil
 	// Key lines: walk the mapping node to report unknown kinds by line.

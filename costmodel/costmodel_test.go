@@ -128,11 +128,11 @@ func TestStorageCurve(t *testing.T) {
 
 func TestDeviceYAML(t *testing.T) {
 	var d Device
-	src := "launch: 5us\nops:\n  scan: {fixed: 10us, bytes: 1TB/s}\n  filter: {rows: 2G/s, str_terms: 100M/s}\n"
+	src := "launch: 5us\nreference: 4.5ms\nops:\n  scan: {fixed: 10us, bytes: 1TB/s}\n  filter: {rows: 2G/s, str_terms: 100M/s}\n"
 	if err := yaml.Unmarshal([]byte(src), &d); err != nil {
 		t.Fatal(err)
 	}
-	if d.Launch != 5000 || d.Ops[plan.OpScan] != (OpCost{Fixed: 10000, ByteRate: 1e12}) || d.Ops[plan.OpFilter].RowRate != 2e9 || d.Ops[plan.OpFilter].StrTermRate != 1e8 {
+	if d.Launch != 5000 || d.Reference != 4500000 || d.Ops[plan.OpScan] != (OpCost{Fixed: 10000, ByteRate: 1e12}) || d.Ops[plan.OpFilter].RowRate != 2e9 || d.Ops[plan.OpFilter].StrTermRate != 1e8 {
 		t.Fatalf("decoded %+v", d)
 	}
 	for _, tc := range []struct{ src, want string }{
@@ -140,11 +140,51 @@ func TestDeviceYAML(t *testing.T) {
 		{"launch: 5us\nops:\n  scan: {bytez: 1TB/s}\n", "line 3"},
 		{"launch: 5us\nlunch: 1us\n", "line 2"},
 		{"launch: soon\n", "line 1"},
+		{"launch: 5us\nreference: -3ms\n", "line 2"},
 	} {
 		err := yaml.Unmarshal([]byte(tc.src), &d)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%q: error %v, want one naming %s", tc.src, err, tc.want)
 		}
+	}
+}
+
+// Slowed(f) multiplies every compute price by f: a fused chain with a
+// fixed, per-byte, per-row, per-term, output and cache-miss part, and the
+// launch; profiled scales and the reference stay.
+func TestDeviceSlowed(t *testing.T) {
+	var d Device
+	d.Launch, d.Reference = 1000, 5e6
+	d.Ops[plan.OpFilter] = OpCost{Fixed: 300, ByteRate: 2e9, TermRate: 1e9, OutRate: 4e9, StrTermRate: 5e8}
+	d.Ops[plan.OpHashProbe] = OpCost{RowRate: 1e8, Miss: 40, Cache: 1 << 20}
+	d.Profiled = map[string]OpScale{"x": {Op: "filter", Scale: 2}}
+	ops := []plan.Op{
+		{Kind: plan.OpFilter, Selectivity: 0.5, OutWidth: 16, Expr: plan.Call{Fn: plan.FnLike, Args: []plan.Expr{plan.Col("s"), plan.Lit{Kind: plan.LitString, S: "%a%"}}}},
+		{Kind: plan.OpHashProbe, Selectivity: 1, Build: 0},
+	}
+	table := func(int) float64 { return 4 << 20 }
+	base := d.WorkTables(ops, plan.OpFilter, 8e6, 1e6, table)
+	for _, f := range []float64{1, 1.5, 0.8} {
+		s := d.Slowed(f)
+		if got := s.WorkTables(ops, plan.OpFilter, 8e6, 1e6, table); math.Abs(got/base-f) > 1e-6 {
+			t.Errorf("Slowed(%g): work %v, want %v", f, got, f*base)
+		}
+		if s.Launch != Duration(math.Round(1000*f)) || s.Reference != d.Reference || s.Profiled["x"].Scale != 2 || s.Ops[plan.OpHashProbe].Cache != 1<<20 {
+			t.Errorf("Slowed(%g) = %+v", f, s)
+		}
+	}
+	if d.Ops[plan.OpFilter].ByteRate != 2e9 {
+		t.Error("Slowed changed its receiver")
+	}
+	for _, f := range []float64{0, -1, math.NaN(), math.Inf(1)} {
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("Slowed(%g) did not panic", f)
+				}
+			}()
+			d.Slowed(f)
+		}()
 	}
 }
 

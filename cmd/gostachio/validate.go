@@ -78,6 +78,7 @@ draws OUT/sim-vs-engine.{png,svg}.`,
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the engine runs' order")
 	f.StringVar(&o.Order, "order", calibrate.OrderRandom, "engine runs: random (each round all cases in a new random order) or grouped (each case's warm-ups and rounds back to back: its steady state; the noise floor then omits the machine's drift between cases)")
 	f.StringVar(&o.Out, "out", "", "folder for results.csv and the sim-vs-engine figure")
+	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "scale the simulator's CPU prices by the CPU reference's time beside the engine over its time at calibration (the machine's speed drift; needs a profile with host.reference)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }
