@@ -83,7 +83,7 @@ func TestCalibrationReproducible(t *testing.T) {
 	for _, s := range samples {
 		kinds[s.Component+"/"+s.Op] = true
 	}
-	for _, want := range []string{"read/", "h2d/", "launch/", "kernel/filter", "kernel/project", "kernel/agg-partial",
+	for _, want := range []string{"read/", "steal/", "h2d/", "launch/", "kernel/filter", "kernel/project", "kernel/agg-partial",
 		"kernel/agg-final", "kernel/hash-build", "kernel/hash-probe", "kernel/sort", "kernel/top-k", "kernel/shuffle"} {
 		if !kinds[want] {
 			t.Errorf("micro-benchmarks measured no %s", want)
@@ -167,6 +167,54 @@ func TestCalibrationReproducible(t *testing.T) {
 	}
 	if got, want := float64(prof.Host.Reference), math.Round(refSum/float64(refs)); got != want {
 		t.Errorf("profile's host.reference %v ns, want the samples' mean %v", got, want)
+	}
+	// What reads take from the cores: windows of the compute loop beside
+	// reads that read something, alternating with windows alone; the
+	// profile holds their fit.
+	var beside, alone int
+	for _, s := range samples {
+		switch {
+		case s.Component == CompSteal && s.Depth > 0 && s.Bytes > 0 && s.Rows > 0:
+			beside++
+		case s.Component == CompSteal && s.Depth == 0:
+			alone++
+		}
+	}
+	if beside < 2 || alone < 2 {
+		t.Errorf("%d compute-loop windows beside reads and %d alone, want 2 or more of each", beside, alone)
+	}
+	if steal, ok, _ := fitSteal(samples); !ok || num(prof.NVMe.CPUSteal) != num(steal) {
+		t.Errorf("profile's nvme.cpu_steal %v, want the fit %v (ok %v)", prof.NVMe.CPUSteal, steal, ok)
+	}
+}
+
+// fitSteal: each window beside reads against the mean of the windows
+// alone around it, (w/w0 − 1)/B, the median of them, at least 0.
+func TestFitSteal(t *testing.T) {
+	alone := func(window int64) Sample { return Sample{Component: CompSteal, Tasks: 2, Ns: window / 6, Rows: window} }
+	beside := func(window, bytes int64) Sample {
+		return Sample{Component: CompSteal, Tasks: 2, Depth: 32, Ns: window / 6, Bytes: bytes, Rows: window}
+	}
+	// 1.5x at 2 B/ns: 0.25; 2x at 2 B/ns (alone 1000 and 1400: w0 1200,
+	// 2400/1200 = 2): 0.5; 1.2x at 2 B/ns: 0.1 (other components between
+	// are skipped). Median 0.25.
+	samples := []Sample{
+		alone(1000), beside(1500, 3000), alone(1000),
+		beside(2400, 4800), alone(1400),
+		{Component: CompReference, Ns: 5},
+		alone(1000), beside(1200, 2400),
+	}
+	steal, ok, q := fitSteal(samples)
+	if !ok || math.Abs(steal-0.25) > 1e-12 || q.Quality.N != 3 {
+		t.Errorf("fitSteal = %v (ok %v, n %d), want 0.25 over 3 windows", steal, ok, q.Quality.N)
+	}
+	// Loops faster beside reads: no steal, not a negative one.
+	if steal, ok, _ := fitSteal([]Sample{alone(1000), beside(900, 1800), alone(1000)}); !ok || steal != 0 {
+		t.Errorf("faster beside reads: fitSteal = %v (ok %v), want 0", steal, ok)
+	}
+	// Nothing read, or no window alone beside it: nothing to fit.
+	if _, ok, _ := fitSteal([]Sample{alone(1000), beside(1500, 0), beside(1500, 3000)}); ok {
+		t.Error("fitSteal fitted windows that read nothing or have no window alone beside them")
 	}
 }
 

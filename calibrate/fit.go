@@ -82,6 +82,7 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	var reads []costmodel.ReadSample
 	var h2d []costmodel.OpSample
 	var launch, reference []float64
+	var steals []Sample
 	ops := map[string][]costmodel.OpSample{}
 	// Samples of plan operators, by fingerprint, for their scales.
 	keyed := map[string][]costmodel.OpSample{}
@@ -96,6 +97,8 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 			launch = append(launch, float64(s.Ns))
 		case CompReference:
 			reference = append(reference, float64(s.Ns))
+		case CompSteal:
+			steals = append(steals, s)
 		case CompKernel:
 			if _, err := plan.ParseOpKind(s.Op); err != nil {
 				return nil, fmt.Errorf("calibrate: sample %q: %w", s.Case, err)
@@ -129,6 +132,11 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	}
 	f.Components = append(f.Components, Component{"read", fmt.Sprintf("bandwidth %s latency %s curve %s",
 		st.Bandwidth, st.Latency, strings.Join(curve, ", ")), q})
+
+	steal, hasSteal, stealQ := fitSteal(steals)
+	if hasSteal {
+		f.Components = append(f.Components, stealQ)
+	}
 
 	var h2dT costmodel.Transfer
 	if len(h2d) > 0 {
@@ -213,6 +221,9 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 		num(float64(st.Bandwidth)), st.Bandwidth, st.Latency, int64(st.Request), st.TaskQD, readerQD)
 	for _, p := range st.Curve {
 		fmt.Fprintf(&y, "    - {qd: %g, frac: %s}\n", p.QD, num(p.Frac))
+	}
+	if hasSteal {
+		fmt.Fprintf(&y, "  cpu_steal: %s  # ns of every host core per byte read: reads slow the cores (each at 1/(1+steal·bytes/ns))\n", num(steal))
 	}
 	fmt.Fprintf(&y, "pcie:  # the CPU h2d: views of the read buffers + string-offset checks\n  h2d: %s\n  d2h: %s\n  latency: %dns\n  gpudirect_nic: false\n",
 		num(float64(h2dT.Bandwidth)), num(float64(h2dT.Bandwidth)), h2dT.Latency)

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"gostachio/dataset"
@@ -84,6 +85,12 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 		return nil, err
 	}
 	out = append(out, rs...)
+	fmt.Fprintln(logw, "calibrate: compute loops beside reads (what reads take from the cores)")
+	ss, err := microSteal(ctx, ds, opts, logw)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, ss...)
 	fmt.Fprintln(logw, "calibrate: task dispatch")
 	out = append(out, microLaunch())
 	passes := opts.Passes
@@ -197,7 +204,7 @@ func microReads(ctx context.Context, ds *dataset.Dataset, opts MicroOptions) ([]
 	}
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x5eed))
 	// Warm-up: ring setup and first-use registration are not a read's cost.
-	if err := readBatch(ctx, r, path, size, 0, 4096, 1, 1); err != nil {
+	if err := readBatch(ctx, r, path, size, 0, 4096, 1, 1, nil); err != nil {
 		return nil, err
 	}
 	// Every configuration is read once per pass, the passes in new
@@ -226,7 +233,7 @@ func microReads(ctx context.Context, ds *dataset.Dataset, opts MicroOptions) ([]
 			total := min(max(target, 8*c.size*int64(c.depth)), capB)
 			n := int(max(total/c.size, int64(c.depth)))
 			start := time.Now()
-			if err := readBatch(ctx, r, path, size, off, c.size, c.depth, n); err != nil {
+			if err := readBatch(ctx, r, path, size, off, c.size, c.depth, n, nil); err != nil {
 				return nil, err
 			}
 			ns[ci] = append(ns[ci], time.Since(start).Nanoseconds())
@@ -250,8 +257,9 @@ func medianInt64(xs []int64) int64 {
 }
 
 // readBatch reads n spans of size bytes from off on (wrapping at limit),
-// keeping depth outstanding.
-func readBatch(ctx context.Context, r *storage.Reader, path string, limit, off, size int64, depth, n int) error {
+// keeping depth outstanding; progress, if not nil, counts the bytes of
+// each completed span as it completes.
+func readBatch(ctx context.Context, r *storage.Reader, path string, limit, off, size int64, depth, n int, progress *atomic.Int64) error {
 	issued, done := 0, 0
 	next := func() error {
 		if off+size > limit {
@@ -280,6 +288,9 @@ func readBatch(ctx context.Context, r *storage.Reader, path string, limit, off, 
 			}
 			cs[i].Buffer.Release()
 			done++
+			if progress != nil {
+				progress.Add(size)
+			}
 			if issued < n {
 				if err := next(); err != nil {
 					return fmt.Errorf("calibrate: read %s: %w", path, err)

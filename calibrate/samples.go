@@ -30,6 +30,10 @@ const (
 	// CompReference is the CPU reference workload (reference.go): Ns the
 	// median of Tasks runs, taken between the groups of kernel samples.
 	CompReference = "reference"
+	// CompSteal is a window of compute loops on Tasks cores (steal.go):
+	// Rows its length in ns, Ns the median loop; beside reads Depth deep
+	// (Depth > 0), Bytes were read during the window.
+	CompSteal = "steal"
 )
 
 // Sample is one micro-benchmark measurement.

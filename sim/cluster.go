@@ -309,6 +309,11 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 		default:
 			c.host = append(c.host, add(LinkHost, nd, 0, n.HostCores))
 		}
+		if p.NVMe.CPUSteal > 0 && !(n.SharedMachine && nd > 0) {
+			// Reads slow the cores of the machine they are read on (on a
+			// shared machine, once: its SSDs and cores are node 0's).
+			c.net.SlowBy(c.host[nd], p.NVMe.CPUSteal, c.nvme[nd]...)
+		}
 		if oversub {
 			bw := float64(n.NICs) * p.NIC.Bandwidth.PerNs() / p.Switch.Oversubscription
 			c.up = append(c.up, add(LinkSwitchUp, nd, 0, bw))

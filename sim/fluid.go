@@ -35,6 +35,15 @@ type link struct {
 	qd      int                // outstanding requests of active flows
 	shared  *sharedCores       // non-nil: capacity falls with oversubscription
 
+	// slowedBy: links whose throughput slows this one (Net.SlowBy), at
+	// steal per unit of their throughput; slows: the links this one's
+	// throughput slows, and that throughput (units/ns) at its last solve.
+	slowedBy   []int32
+	steal      float64
+	speed      float64 // 1/(1 + steal·T) at the last solve
+	slows      []int32
+	throughput float64
+
 	// statistics
 	busySince int64
 	busy      int64   // ns with at least one active flow
@@ -62,14 +71,15 @@ type flow struct {
 	remaining float64
 	last      int64 // when remaining was last brought up to date
 
-	pred  int64   // predicted end at the current rate (solve scratch)
-	limit float64 // own rate cap, units/ns (0: none)
-	gen   uint32
-	qd    int32
-	pos   [maxFlowLinks]int32 // index of this flow in links[i].flows
-	size  float64
-	start int64 // when the flow was started (before latency)
-	tag   int32 // caller's payload
+	pred   int64   // predicted end at the current rate (solve scratch)
+	limit  float64 // own rate cap, units/ns (0: none)
+	elimit float64 // limit at the speed of its slowed links (solve scratch)
+	gen    uint32
+	qd     int32
+	pos    [maxFlowLinks]int32 // index of this flow in links[i].flows
+	size   float64
+	start  int64 // when the flow was started (before latency)
+	tag    int32 // caller's payload
 }
 
 // Net is the fluid (flow-level) model of SimGrid: links with capacities,
@@ -94,6 +104,7 @@ type Net struct {
 	epoch uint32
 
 	dirty     []int32
+	spare     []int32 // flush's other dirty list
 	capped    []int32
 	compLinks []int32
 	compFlows []int32
@@ -164,6 +175,69 @@ func (n *Net) AddSharedCoresLink(cores, eff float64, full int) LinkID {
 	}
 	n.links = append(n.links, link{capacity: cores, peak: cores, shared: &sharedCores{cores: cores, eff: eff, full: float64(full)}})
 	return LinkID(len(n.links) - 1)
+}
+
+// SlowBy makes link slowed run at 1/(1 + steal·T) of its capacity, T the
+// sum of the throughputs (units/ns) of the links by: on a paravirtualized
+// guest a read's host-side work runs on the cores the guest computes on
+// (costmodel.Storage.CPUSteal). Rates are re-shared whenever T changes. It
+// panics if steal is negative or not finite, if slowed is one of by, or if
+// slowed is already slowed at another steal (programmer errors).
+func (n *Net) SlowBy(slowed LinkID, steal float64, by ...LinkID) {
+	l := &n.links[slowed]
+	if !(steal >= 0) || math.IsInf(steal, 0) || (len(l.slowedBy) > 0 && l.steal != steal) {
+		panic("sim: SlowBy needs one finite, non-negative steal per link")
+	}
+	l.steal = steal
+	for _, b := range by {
+		if b == slowed {
+			panic("sim: a link cannot slow itself")
+		}
+		l.slowedBy = append(l.slowedBy, int32(b))
+		n.links[b].slows = append(n.links[b].slows, int32(slowed))
+	}
+}
+
+// slowedSpeed is the speed of a link others slow (SlowBy): its capacity
+// and the limits of the flows on it are multiplied by it.
+func (n *Net) slowedSpeed(l *link) float64 {
+	t := 0.0
+	for _, b := range l.slowedBy {
+		t += n.links[b].throughput
+	}
+	return 1 / (1 + l.steal*t)
+}
+
+// flowSpeed is the slowest speed of f's slowed links (1: none): a flow
+// capped at one core runs at that core's speed.
+func (n *Net) flowSpeed(f *flow) float64 {
+	s := 1.0
+	for i := 0; i < int(f.n); i++ {
+		if l := &n.links[f.links[i]]; len(l.slowedBy) > 0 {
+			s = min(s, l.speed)
+		}
+	}
+	return s
+}
+
+// noteThroughputs records the throughput of each link of cl that slows
+// others and, where it changed, marks those for re-sharing (flush runs
+// them before the clock moves).
+func (n *Net) noteThroughputs(cl []int32) {
+	for _, lid := range cl {
+		l := &n.links[lid]
+		if len(l.slows) == 0 {
+			continue
+		}
+		t := 0.0
+		for _, fid := range l.flows {
+			t += n.flows[fid].rate
+		}
+		if t != l.throughput {
+			l.throughput = t
+			n.markDirty(l.slows)
+		}
+	}
 }
 
 // LinkStats reports a link's busy time (ns with at least one flow, up to
@@ -318,13 +392,18 @@ func (n *Net) markDirty(ls []int32) {
 	}
 }
 
-// flush re-shares the components of every dirty link.
+// flush re-shares the components of every dirty link, and then those a
+// changed throughput made dirty (SlowBy), until none is.
 func (n *Net) flush() {
-	for _, l := range n.dirty {
-		n.links[l].dirty = false
+	for len(n.dirty) > 0 {
+		batch := n.dirty
+		n.dirty = n.spare[:0]
+		for _, l := range batch {
+			n.links[l].dirty = false
+		}
+		n.reshare(batch)
+		n.spare = batch[:0]
 	}
-	n.reshare(n.dirty)
-	n.dirty = n.dirty[:0]
 }
 
 // deactivate removes flow id from its links and re-shares what it shared.
@@ -400,6 +479,7 @@ func (n *Net) reshare(seed []int32) {
 		if len(cf) > 0 {
 			n.solve(cl, cf)
 		}
+		n.noteThroughputs(cl)
 	}
 }
 
@@ -414,6 +494,14 @@ func (n *Net) solve(cl, cf []int32) {
 		if l.shared != nil {
 			l.capacity = l.shared.capacity(len(l.flows))
 		}
+		if len(l.slowedBy) > 0 {
+			base := l.peak
+			if l.shared != nil {
+				base = l.capacity
+			}
+			l.speed = n.slowedSpeed(l)
+			l.capacity = base * l.speed
+		}
 		l.residual = l.capacity
 		l.unfrozen = int32(len(l.flows))
 	}
@@ -423,6 +511,7 @@ func (n *Net) solve(cl, cf []int32) {
 		f.frozen = false
 		f.newRate = 0
 		if f.limit > 0 {
+			f.elimit = f.limit * n.flowSpeed(f)
 			capped = append(capped, fid)
 		}
 	}
@@ -444,8 +533,8 @@ func (n *Net) solve(cl, cf []int32) {
 		var bf int32 = -1
 		for _, fid := range capped {
 			f := &n.flows[fid]
-			if !f.frozen && f.limit < share {
-				share, bf = f.limit, fid
+			if !f.frozen && f.elimit < share {
+				share, bf = f.elimit, fid
 			}
 		}
 		if share < 0 {

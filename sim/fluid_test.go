@@ -77,6 +77,20 @@ func runFluidScenario(input string) (string, error) {
 				return "", err
 			}
 			links[fields[1]] = n.AddStorageLink(st)
+		case "slow":
+			var by []LinkID
+			for _, name := range strings.Split(kv["by"], ",") {
+				id, ok := links[name]
+				if !ok {
+					return "", fmt.Errorf("line %d: unknown link %q", ln+1, name)
+				}
+				by = append(by, id)
+			}
+			id, ok := links[fields[1]]
+			if !ok {
+				return "", fmt.Errorf("line %d: unknown link %q", ln+1, fields[1])
+			}
+			n.SlowBy(id, num("steal"), by...)
 		case "flow":
 			sf := scenFlow{name: fields[1], at: int64(num("at"))}
 			if l := kv["links"]; l != "" {

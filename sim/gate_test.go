@@ -120,3 +120,47 @@ func TestKernelsTakeCPUSlots(t *testing.T) {
 		t.Error("cpu_slots without kernels_on_host accepted")
 	}
 }
+
+// TestReadsSlowHostKernels: with nvme.cpu_steal, a host kernel runs
+// slower while a read streams (costmodel.Storage.CPUSteal), though a core
+// is free beside it; the read itself keeps its time.
+func TestReadsSlowHostKernels(t *testing.T) {
+	p, err := LoadProfile("testdata/profiles/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := *p
+	host.Node.KernelsOnHost, host.Node.HostCores, host.Node.KernelThreads, host.Node.CPUSlots = true, 2, 1, 2
+	agg := []plan.Op{{Kind: plan.OpAggFinal, Selectivity: 0.001, OutWidth: 8}}
+	tasks := func() []scheduler.Task {
+		return []scheduler.Task{
+			// 4 MiB at 1 B/ns after 100 µs.
+			{Kind: scheduler.TaskRead, Res: scheduler.Resource{Kind: scheduler.ResNVMe}, Bytes: 4 << 20},
+			// 1e6 rows at 1 G rows/s: 1 ms of one core, after a 2 µs launch.
+			{Kind: scheduler.TaskKernel, Res: scheduler.Resource{Kind: scheduler.ResGPU}, Ops: agg, OpKind: plan.OpAggFinal, Rows: 1e6},
+		}
+	}
+	const read = 100_000 + 4<<20
+	got := gateRun(t, &host, tasks())
+	if want := [2]int64{0, read}; got[0] != want {
+		t.Errorf("no steal: read ran %v, want %v", got[0], want)
+	}
+	if want := [2]int64{0, 2_000 + 1_000_000}; got[1] != want {
+		t.Errorf("no steal: kernel ran %v, want %v", got[1], want)
+	}
+	// Steal 0.5 ns per byte at 1 B/ns: speed 2/3 once the read streams
+	// (t = 100 µs). The kernel has done 98 µs of work by then; its other
+	// 902 µs take 1353 µs.
+	host.NVMe.CPUSteal = 0.5
+	got = gateRun(t, &host, tasks())
+	if want := [2]int64{0, read}; got[0] != want {
+		t.Errorf("steal 0.5: read ran %v, want %v", got[0], want)
+	}
+	if want := [2]int64{0, 100_000 + 1_353_000}; got[1] != want {
+		t.Errorf("steal 0.5: kernel ran %v, want %v", got[1], want)
+	}
+	host.NVMe.CPUSteal = -1
+	if err := host.Validate(); err == nil {
+		t.Error("negative cpu_steal accepted")
+	}
+}
