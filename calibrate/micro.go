@@ -870,6 +870,10 @@ func (m *micro) joinsAndSorts() error {
 			nil, "l_orderkey", "o_orderkey", maxBuildRows / 4},
 		{"orders", "lineitem", []string{"o_orderkey", "o_custkey", "o_orderdate", "o_totalprice", "o_shippriority", "o_orderstatus"},
 			[]string{"l_orderkey", "l_extendedprice"}, []string{"o_custkey", "o_totalprice"}, "o_orderkey", "l_orderkey", 0},
+		// Keys that repeat across the rows (15 orders a customer): the
+		// table holds the distinct keys, the rows chain behind them.
+		{"orders", "customer", []string{"o_custkey", "o_orderkey"}, []string{"c_custkey", "c_nationkey"},
+			[]string{"o_orderkey"}, "o_custkey", "c_custkey", maxBuildRows},
 	}
 	for _, j := range joins {
 		bt, err := m.table(j.build)
@@ -893,7 +897,13 @@ func (m *micro) joinsAndSorts() error {
 			if err != nil {
 				return err
 			}
-			m.add(plan.OpHashBuild, 1, fmt.Sprintf("build %s %d", j.build, nb), bin, ns)
+			// The engine sizes a table by its distinct keys (l_orderkey
+			// in runs of 4, o_custkey 15 times): that share of the input
+			// is the build's working set and its probes'
+			// (costmodel.BuildTable).
+			table := bytesOf(bin) * int64(ht.Keys()) / int64(max(ht.Rows(), 1))
+			m.add(plan.OpHashBuild, 1, fmt.Sprintf("build %s on %s %d", j.build, j.bkey, nb), bin, ns)
+			m.out[len(m.out)-1].Table = table
 			for _, np := range m.sizes(pt.Rows) {
 				pin, err := cols(pt, j.pcols, np)
 				if err != nil {
@@ -910,7 +920,7 @@ func (m *micro) joinsAndSorts() error {
 						return err
 					}
 					m.addOut(plan.OpHashProbe, float64(1+len(carry)), fmt.Sprintf("probe %s %s build=%d", j.probe, kind, nb), pin, out, ns)
-					m.out[len(m.out)-1].Table = bytesOf(bin)
+					m.out[len(m.out)-1].Table = table
 				}
 				// The same probe with no key in the table: the TPC-H
 				// probes above match most of their rows, so their cost
@@ -927,7 +937,7 @@ func (m *micro) joinsAndSorts() error {
 					return err
 				}
 				m.addOut(plan.OpHashProbe, float64(1+len(j.carry)), fmt.Sprintf("probe %s inner build=%d, no match", j.probe, nb), miss, out, ns)
-				m.out[len(m.out)-1].Table = bytesOf(bin)
+				m.out[len(m.out)-1].Table = table
 			}
 		}
 	}

@@ -238,6 +238,8 @@ func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, t
 		if int(op.Kind) < len(d.Ops) {
 			ws := b
 			switch op.Kind {
+			case plan.OpHashBuild:
+				ws = BuildTable(op, b)
 			case plan.OpHashProbe:
 				ws = 0
 				if table != nil {
@@ -257,6 +259,16 @@ func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, t
 		b, r = nb, nr
 	}
 	return t
+}
+
+// BuildTable is the working set of hash build op over bytes of input: its
+// input, or the share op.Distinct of it when the keys repeat (the engine
+// sizes a table by its distinct keys).
+func BuildTable(op *plan.Op, bytes float64) float64 {
+	if op.Distinct > 0 && op.Distinct < 1 {
+		return bytes * op.Distinct
+	}
+	return bytes
 }
 
 // AggState is the working set of a partial aggregate op: its group table

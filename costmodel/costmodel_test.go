@@ -69,6 +69,28 @@ func TestOpCostAndDeviceWork(t *testing.T) {
 
 // WorkShared counts a working set once per sharer against the cache term:
 // a 1 MiB table fits a 2 MiB cache alone, not among 4 sharers.
+// A build on keys that repeat works on its distinct share of its input
+// (BuildTable): 8 MB of rows at 1/8 distinct keys is a 1 MB table, inside
+// a 2 MiB cache, where all 8 MB would miss 3/4 of the time.
+func TestBuildTableOfRepeatingKeys(t *testing.T) {
+	var d Device
+	d.Ops[plan.OpHashBuild] = OpCost{RowRate: 1e9, Miss: 100, Cache: 2 << 20}
+	unique := []plan.Op{{Kind: plan.OpHashBuild, Selectivity: 1}}
+	repeating := []plan.Op{{Kind: plan.OpHashBuild, Selectivity: 1, Distinct: 0.125}}
+	if got := BuildTable(&repeating[0], 8<<20); got != 1<<20 {
+		t.Errorf("BuildTable = %v, want 1 MiB", got)
+	}
+	if got := BuildTable(&unique[0], 8<<20); got != 8<<20 {
+		t.Errorf("BuildTable of unique keys = %v, want the input", got)
+	}
+	if got, want := d.Work(unique, plan.OpHashBuild, 8<<20, 1e6), 1e6+1e6*100*0.75; got != want {
+		t.Errorf("unique keys: %v ns, want %v", got, want)
+	}
+	if got := d.Work(repeating, plan.OpHashBuild, 8<<20, 1e6); got != 1e6 {
+		t.Errorf("repeating keys: %v ns, want 1e6 (the table fits)", got)
+	}
+}
+
 func TestDeviceWorkShared(t *testing.T) {
 	var d Device
 	d.Ops[plan.OpHashProbe] = OpCost{RowRate: 1e9, Miss: 100, Cache: 2 << 20}

@@ -153,7 +153,13 @@ func (pp *Pipe) Done() int {
 
 // HashBuild ends the pipeline with a hash table on keys.
 func (pp *Pipe) HashBuild(keys ...string) int {
-	return pp.add(Op{Kind: OpHashBuild, Label: fmt.Sprintf("build %v", keys), Keys: keys, Selectivity: 1}).Done()
+	return pp.HashBuildRepeating(0, keys...)
+}
+
+// HashBuildRepeating is HashBuild on keys that repeat: distinct keys per
+// input row (Op.Distinct; 0 or 1: every key distinct).
+func (pp *Pipe) HashBuildRepeating(distinct float64, keys ...string) int {
+	return pp.add(Op{Kind: OpHashBuild, Label: fmt.Sprintf("build %v", keys), Keys: keys, Selectivity: 1, Distinct: distinct}).Done()
 }
 
 // Shuffle ends the pipeline by hash-partitioning on keys over all workers.

@@ -136,6 +136,11 @@ type Op struct {
 	// Groups is the estimated number of groups of an aggregate (bounds the
 	// size of partial and final aggregation state).
 	Groups int64
+	// Distinct is the estimated distinct keys per input row of an
+	// OpHashBuild whose keys repeat (0: every key distinct): the engine
+	// sizes a table by its distinct keys, so its working set is that share
+	// of the build's input.
+	Distinct float64
 }
 
 // SourceKind says where a pipeline's units come from.

@@ -133,7 +133,9 @@ func TestBuilderAndValidateErrors(t *testing.T) {
 			b.Scan("t", "a").Probe(g, 1, 8, "a").Result()
 		}, "not an earlier hash build"},
 		{"negative selectivity", func(b *Builder) { b.Scan("t", "a").Filter("x", -1).Result() }, "negative estimate"},
+		{"distinct keys past 1 a row", func(b *Builder) { b.Scan("t", "a").HashBuildRepeating(1.5, "a") }, "distinct keys per row 1.5"},
 		{"ok", func(b *Builder) {
+			b.Scan("t", "a").HashBuildRepeating(0.25, "a")
 			h := b.Scan("t", "a").HashBuild("a")
 			b.Scan("t", "a").Probe(h, 1, 8, "a").AggPartial("c", 1, 8).Gather()
 		}, ""},

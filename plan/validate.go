@@ -85,6 +85,9 @@ func (p *Plan) validatePipeline(i int) error {
 		if op.Selectivity < 0 || op.OutWidth < 0 || op.Groups < 0 || op.Limit < 0 {
 			return fmt.Errorf("op %d (%s): negative estimate", j, op.Kind)
 		}
+		if !(op.Distinct >= 0 && op.Distinct <= 1) {
+			return fmt.Errorf("op %d (%s): distinct keys per row %g outside [0, 1]", j, op.Kind, op.Distinct)
+		}
 		if op.Kind.IsBreaker() && j != last {
 			if pl.Source.Kind == SourceScan || op.Kind.IsExchange() || op.Kind == OpResult || op.Kind == OpHashBuild {
 				return fmt.Errorf("op %d (%s) is a breaker before the last op", j, op.Kind)

@@ -111,8 +111,9 @@ type Cluster struct {
 	qhead     int
 	calls     int
 	links     []LinkID // scratch
-	// tables: input bytes of the hash-build kernels per node, device and
-	// build pipeline — the working set of the probes of that table.
+	// tables: the tables of the hash-build kernels per node, device and
+	// build pipeline (their input, or its distinct share:
+	// costmodel.BuildTable) — the working set of the probes of that table.
 	tables map[tableKey]float64
 	// gates admit read tasks (per node and SSD) and host kernels and
 	// merges (per node), first come first served, where the profile
@@ -134,7 +135,7 @@ type tableKey struct{ node, device, pipeline int32 }
 // records t's input as its pipeline's table if t builds one.
 func (c *Cluster) kernelWork(dev *costmodel.Device, t *scheduler.Task) float64 {
 	if n := len(t.Ops); n > 0 && t.Ops[n-1].Kind == plan.OpHashBuild {
-		c.tables[tableKey{t.Node, t.Device, t.Pipeline}] += float64(t.Bytes)
+		c.tables[tableKey{t.Node, t.Device, t.Pipeline}] += costmodel.BuildTable(&t.Ops[n-1], float64(t.Bytes))
 	}
 	// The nodes of a shared machine run the same pipelines at once on its
 	// caches: each one's working set competes with the others'.

@@ -30,8 +30,9 @@ type HashTable struct {
 	// hashes: a slot holds the key next to its first build row, so a probe
 	// usually reads one slot, and its key compare is exact; next then
 	// links the rows of equal key, in build order.
-	islots []hjSlot // nil unless a single integer key
-	unique bool     // islots: no key repeats (next is all -1)
+	islots   []hjSlot // nil unless a single integer key
+	unique   bool     // islots: no key repeats (next is all -1)
+	distinct int      // islots: the distinct keys
 }
 
 // hjSlot is one distinct build key and its first row (-1: empty slot).
@@ -101,6 +102,15 @@ func BuildHashTable(b *Batch, keys []string) (*HashTable, error) {
 
 // Rows is the number of build rows.
 func (h *HashTable) Rows() int { return h.b.Rows }
+
+// Keys is the number of distinct build keys of a single integer key
+// column (the slots of the table), or Rows for other tables.
+func (h *HashTable) Keys() int {
+	if h.islots != nil {
+		return h.distinct
+	}
+	return h.b.Rows
+}
 
 // Probe joins probe (on probeKeys: as many as the build keys, pairwise
 // comparable) against the table:
@@ -557,7 +567,7 @@ func hjBuildInts[T int32 | int64](h *HashTable, keys []T) {
 			s = (s + 1) & mask
 		}
 	}
-	h.islots, h.next, h.unique = slots, next, !dup
+	h.islots, h.next, h.unique, h.distinct = slots, next, !dup, distinct
 }
 
 // hjNewSlots is size empty slots.
@@ -594,17 +604,17 @@ const hjSampleRows = 4096
 // hjStartSlots is the first slot count of a build on keys: a power of two
 // of at least 16 and 2x the distinct keys, estimated from hjSampleRows
 // keys taken at even strides, and no more than 2x the rows (what every
-// build got before). If the sample repeats a key, the distinct keys are
-// estimated with Chao's bias-corrected estimator D = d + f1(f1 − 1) /
-// (2(f2 + 1)) for d distinct sampled keys, f1 of them seen once and f2
-// twice (Charikar et al.'s GEE, sqrt(n/m)·f1 + d − f1, gave 4.9 K for 2 K
-// uniform keys in 200 K rows; Chao 2.0 K). A sample without repeats counts
-// as unique keys: so do keys stored in runs the strides step over
-// (l_orderkey, whose lines lie together): counting those runs would size
-// the calibration's l_orderkey builds (calibrate --micro) by their orders
-// while the queries' large builds, on unique keys, keep 2x their rows, and
-// the cost model prices a build by its input. An under-estimate costs
-// rehashes, not correctness.
+// build got before). Two estimates, the lower one taken: keys that repeat
+// across the rows (o_custkey) show up as repeats in the sample, counted
+// with Chao's bias-corrected estimator D = d + f1(f1 − 1) / (2(f2 + 1))
+// for d distinct sampled keys, f1 of them seen once and f2 twice
+// (Charikar et al.'s GEE, sqrt(n/m)·f1 + d − f1, gave 4.9 K for 2 K
+// uniform keys in 200 K rows; Chao 2.0 K); keys stored in runs
+// (l_orderkey, whose lines lie together), which the strides step over,
+// show up as a sampled row whose next row has its key: with a share p of
+// those, the runs are about n(1 − p). A table of 2x the rows for q4's
+// late lines (2.5 a key) was mostly empty slots that the probes missed
+// in cache. An under-estimate costs rehashes, not correctness.
 func hjStartSlots[T int32 | int64](keys []T) int {
 	n := len(keys)
 	want := 2 * n
@@ -615,9 +625,12 @@ func hjStartSlots[T int32 | int64](keys []T) int {
 		shift := uint(64 - bits.TrailingZeros(uint(2*m)))
 		mask := uint64(2*m - 1)
 		cm := hjCollideMask()
-		d := 0
+		d, adjacent := 0, 0
 		for i := 0; i < m; i++ {
 			k := int64(keys[i*(n/m)])
+			if int64(keys[i*(n/m)+1]) == k {
+				adjacent++
+			}
 			s := hjIntHash(k, cm) >> shift
 			for seen[s].row >= 0 && seen[s].key != k {
 				s = (s + 1) & mask
@@ -640,6 +653,10 @@ func hjStartSlots[T int32 | int64](keys []T) int {
 			}
 			est := float64(d) + f1*(f1-1)/(2*(f2+1))
 			want = int(min(2*est, float64(want)))
+		}
+		if adjacent > 0 {
+			runs := float64(n) * (1 - float64(adjacent)/float64(m))
+			want = int(min(2*runs, float64(want)))
 		}
 	}
 	size := 16

@@ -14,7 +14,9 @@ func q04(b *plan.Builder, sf float64) {
 	late := b.Scan("lineitem", "l_orderkey", "l_commitdate", "l_receiptdate").Named("q4 scan lineitem").
 		Where(plan.Lt(col("l_commitdate"), col("l_receiptdate")), 0.63).
 		Select(8, plan.Keep("l_orderkey")...)
-	lateHT := shuffleBuild(b, late, "q4 build late orders", "l_orderkey")
+	// 2.52 late lines an order (4 lines, 63% late), 91.6% of the orders
+	// with one (1 − E[0.37^n], n uniform in 1..7): 0.364 keys a row.
+	lateHT := shuffleBuildRepeating(b, late, "q4 build late orders", 0.364, "l_orderkey")
 
 	ord := b.Scan("orders", "o_orderkey", "o_orderdate", "o_orderpriority").Named("q4 scan orders").
 		Prune("o_orderdate", day(lo), day(hi)-1).

@@ -117,8 +117,14 @@ func broadcastBuild(b *plan.Builder, p *plan.Pipe, name string, keys ...string) 
 // them from each device's partition: the build side of a co-partitioned
 // join, whose probe side must be shuffled on its matching keys.
 func shuffleBuild(b *plan.Builder, p *plan.Pipe, name string, keys ...string) int {
+	return shuffleBuildRepeating(b, p, name, 0, keys...)
+}
+
+// shuffleBuildRepeating is shuffleBuild on keys that repeat, distinct keys
+// per row (plan.Op.Distinct).
+func shuffleBuildRepeating(b *plan.Builder, p *plan.Pipe, name string, distinct float64, keys ...string) int {
 	sh := p.Shuffle(keys...)
-	return b.From(sh).Named(name).HashBuild(keys...)
+	return b.From(sh).Named(name).HashBuildRepeating(distinct, keys...)
 }
 
 // keep passes column name through a Select under its own name.
