@@ -897,11 +897,11 @@ func (m *micro) joinsAndSorts() error {
 			if err != nil {
 				return err
 			}
-			// The engine sizes a table by its distinct keys (l_orderkey
-			// in runs of 4, o_custkey 15 times): that share of the input
-			// is the build's working set and its probes'
-			// (costmodel.BuildTable).
-			table := bytesOf(bin) * int64(ht.Keys()) / int64(max(ht.Rows(), 1))
+			// The table's own bytes (slots for its distinct keys, chain
+			// links where keys repeat: l_orderkey in runs of 4, o_custkey
+			// 15 times) are the build's working set and its probes'
+			// (costmodel.TableBytes prices the plans' the same way).
+			table := ht.Footprint()
 			m.add(plan.OpHashBuild, 1, fmt.Sprintf("build %s on %s %d", j.build, j.bkey, nb), bin, ns)
 			m.out[len(m.out)-1].Table = table
 			for _, np := range m.sizes(pt.Rows) {

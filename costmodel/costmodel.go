@@ -186,7 +186,9 @@ func (d *Device) Work(ops []plan.Op, kind plan.OpKind, bytes, rows int64) float6
 
 // WorkTables is Work where table(build) gives the bytes of the hash table
 // built by pipeline build that a probe op probes (its working set: the
-// OpCost cache term); nil, or 0 from it, prices a probe without that term.
+// OpCost cache term; TableBytes); nil, or 0 from it, prices a probe
+// without that term. A build's own working set is TableBytes of its input
+// rows.
 func (d *Device) WorkTables(ops []plan.Op, kind plan.OpKind, bytes, rows int64, table func(build int) float64) float64 {
 	return d.WorkShared(ops, kind, bytes, rows, table, 1)
 }
@@ -239,7 +241,7 @@ func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, t
 			ws := b
 			switch op.Kind {
 			case plan.OpHashBuild:
-				ws = BuildTable(op, b)
+				ws = TableBytes(op, r)
 			case plan.OpHashProbe:
 				ws = 0
 				if table != nil {
@@ -261,15 +263,38 @@ func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, t
 	return t
 }
 
-// BuildTable is the working set of hash build op over bytes of input: its
-// input, or the share op.Distinct of it when the keys repeat (the engine
-// sizes a table by its distinct keys).
-func BuildTable(op *plan.Op, bytes float64) float64 {
-	if op.Distinct > 0 && op.Distinct < 1 {
-		return bytes * op.Distinct
+// TableBytes is the working set of the hash table the engine builds for
+// build op over rows rows: the structure every lookup reads at random
+// (kernels/cpu HashTable.Footprint). With one key, d = rows·op.Distinct
+// distinct keys (rows when op.Distinct is 0) in 16-byte slots, a power of
+// two of at least 16 and 2d, plus a 4-byte chain link a row when keys
+// repeat:
+//
+//	16·2^⌈log2 max(16, 2d)⌉ + [d < rows]·4·rows
+//
+// with several keys, 4-byte bucket heads over 2·rows and a hash and a link
+// a row: 4·2^⌈log2 max(16, 2·rows)⌉ + 12·rows. The power of two is the
+// engine's: a table of 70 K keys takes 4 MiB, one of 60 K 2 MiB.
+func TableBytes(op *plan.Op, rows float64) float64 {
+	if rows <= 0 {
+		return 0
 	}
-	return bytes
+	if len(op.Keys) != 1 {
+		return 4*pow2Ceil(max(16, 2*rows)) + 12*rows
+	}
+	d := rows
+	if op.Distinct > 0 && op.Distinct < 1 {
+		d = rows * op.Distinct
+	}
+	ws := 16 * pow2Ceil(max(16, 2*d))
+	if d < rows {
+		ws += 4 * rows
+	}
+	return ws
 }
+
+// pow2Ceil is the least power of two ≥ x (x ≥ 1).
+func pow2Ceil(x float64) float64 { return math.Exp2(math.Ceil(math.Log2(x))) }
 
 // AggState is the working set of a partial aggregate op: its group table
 // at the plan's estimated groups, Groups·OutWidth bytes (a device folds

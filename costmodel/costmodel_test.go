@@ -69,25 +69,43 @@ func TestOpCostAndDeviceWork(t *testing.T) {
 
 // WorkShared counts a working set once per sharer against the cache term:
 // a 1 MiB table fits a 2 MiB cache alone, not among 4 sharers.
-// A build on keys that repeat works on its distinct share of its input
-// (BuildTable): 8 MB of rows at 1/8 distinct keys is a 1 MB table, inside
-// a 2 MiB cache, where all 8 MB would miss 3/4 of the time.
-func TestBuildTableOfRepeatingKeys(t *testing.T) {
+// TableBytes is the engine's table: 16-byte slots, a power of two of at
+// least 2x the distinct keys, and 4-byte links a row when keys repeat;
+// bucket heads, hashes and links for several keys. A build works on it:
+// 2^16 unique keys take 2^17 slots (2 MiB: inside a 2 MiB cache), 2^16 + 1
+// take 2^18 (4 MiB: half the lookups miss); the same rows at 1/8 distinct
+// keys fit again.
+func TestTableBytes(t *testing.T) {
+	unique := []plan.Op{{Kind: plan.OpHashBuild, Selectivity: 1, Keys: []string{"k"}}}
+	repeating := []plan.Op{{Kind: plan.OpHashBuild, Selectivity: 1, Keys: []string{"k"}, Distinct: 0.125}}
+	pair := []plan.Op{{Kind: plan.OpHashBuild, Selectivity: 1, Keys: []string{"a", "b"}}}
+	for _, tc := range []struct {
+		op   *plan.Op
+		rows float64
+		want float64
+	}{
+		{&unique[0], 1 << 16, 16 << 17},
+		{&unique[0], 1<<16 + 1, 16 << 18},
+		{&unique[0], 3, 16 * 16},
+		{&unique[0], 0, 0},
+		{&repeating[0], 1 << 16, 16<<14 + 4<<16},
+		{&pair[0], 1 << 16, 4<<17 + 12<<16},
+	} {
+		if got := TableBytes(tc.op, tc.rows); got != tc.want {
+			t.Errorf("TableBytes(%v keys, distinct %v, %v rows) = %v, want %v", len(tc.op.Keys), tc.op.Distinct, tc.rows, got, tc.want)
+		}
+	}
 	var d Device
 	d.Ops[plan.OpHashBuild] = OpCost{RowRate: 1e9, Miss: 100, Cache: 2 << 20}
-	unique := []plan.Op{{Kind: plan.OpHashBuild, Selectivity: 1}}
-	repeating := []plan.Op{{Kind: plan.OpHashBuild, Selectivity: 1, Distinct: 0.125}}
-	if got := BuildTable(&repeating[0], 8<<20); got != 1<<20 {
-		t.Errorf("BuildTable = %v, want 1 MiB", got)
+	if got := d.Work(unique, plan.OpHashBuild, 8<<16, 1<<16); got != 1<<16 {
+		t.Errorf("2^16 unique keys: %v ns, want %v (the table fits)", got, 1<<16)
 	}
-	if got := BuildTable(&unique[0], 8<<20); got != 8<<20 {
-		t.Errorf("BuildTable of unique keys = %v, want the input", got)
+	n := float64(1<<16 + 1)
+	if got, want := d.Work(unique, plan.OpHashBuild, 8*(1<<16+1), 1<<16+1), n+n*100*0.5; got != want {
+		t.Errorf("2^16+1 unique keys: %v ns, want %v", got, want)
 	}
-	if got, want := d.Work(unique, plan.OpHashBuild, 8<<20, 1e6), 1e6+1e6*100*0.75; got != want {
-		t.Errorf("unique keys: %v ns, want %v", got, want)
-	}
-	if got := d.Work(repeating, plan.OpHashBuild, 8<<20, 1e6); got != 1e6 {
-		t.Errorf("repeating keys: %v ns, want 1e6 (the table fits)", got)
+	if got := d.Work(repeating, plan.OpHashBuild, 8<<16, 1<<16); got != 1<<16 {
+		t.Errorf("repeating keys: %v ns, want %v (the table fits)", got, 1<<16)
 	}
 }
 

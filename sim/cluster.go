@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 
 	"gostachio/costmodel"
@@ -111,10 +112,10 @@ type Cluster struct {
 	qhead     int
 	calls     int
 	links     []LinkID // scratch
-	// tables: the tables of the hash-build kernels per node, device and
-	// build pipeline (their input, or its distinct share:
-	// costmodel.BuildTable) — the working set of the probes of that table.
-	tables map[tableKey]float64
+	// tables: the rows and op of the hash-build kernels per node, device
+	// and build pipeline — costmodel.TableBytes of them is the working set
+	// of the probes of that table.
+	tables map[tableKey]builtTable
 	// gates admit read tasks (per node and SSD) and host kernels and
 	// merges (per node), first come first served, where the profile
 	// bounds how many run at once (costmodel.Storage.DeviceQD,
@@ -130,12 +131,27 @@ type Cluster struct {
 
 type tableKey struct{ node, device, pipeline int32 }
 
+// builtTable is what the build kernels of one table put in it.
+type builtTable struct {
+	rows float64
+	op   *plan.Op
+}
+
 // kernelWork is the compute work of kernel t on dev (its probes priced
 // with the tables their builds made on the same node and device), and
 // records t's input as its pipeline's table if t builds one.
 func (c *Cluster) kernelWork(dev *costmodel.Device, t *scheduler.Task) float64 {
 	if n := len(t.Ops); n > 0 && t.Ops[n-1].Kind == plan.OpHashBuild {
-		c.tables[tableKey{t.Node, t.Device, t.Pipeline}] += costmodel.BuildTable(&t.Ops[n-1], float64(t.Bytes))
+		// The rows reaching the build: the task's, through the
+		// selectivities of the ops before it.
+		rows := float64(t.Rows)
+		for i := range t.Ops[:n-1] {
+			if s := t.Ops[i].Selectivity; s > 0 && !math.IsNaN(s) {
+				rows *= s
+			}
+		}
+		k := tableKey{t.Node, t.Device, t.Pipeline}
+		c.tables[k] = builtTable{rows: c.tables[k].rows + rows, op: &t.Ops[n-1]}
 	}
 	// The nodes of a shared machine run the same pipelines at once on its
 	// caches: each one's working set competes with the others'.
@@ -158,7 +174,11 @@ func (c *Cluster) kernelWork(dev *costmodel.Device, t *scheduler.Task) float64 {
 		}
 	}
 	return dev.WorkKeyed(t.Ops, t.OpKind, t.Bytes, t.Rows, func(build int) float64 {
-		return c.tables[tableKey{t.Node, t.Device, int32(build)}]
+		bt := c.tables[tableKey{t.Node, t.Device, int32(build)}]
+		if bt.op == nil {
+			return 0
+		}
+		return costmodel.TableBytes(bt.op, bt.rows)
 	}, sharers, keys)
 }
 
@@ -263,7 +283,7 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 		return nil, fmt.Errorf("sim: profile %s: %w", p.Name, err)
 	}
 	c := &Cluster{prof: p, nodes: nodes, net: NewNet(),
-		sendFlows: map[uint64]int32{}, recvWait: map[uint64]recvHalf{}, tables: map[tableKey]float64{}}
+		sendFlows: map[uint64]int32{}, recvWait: map[uint64]recvHalf{}, tables: map[tableKey]builtTable{}}
 	n := &p.Node
 	c.topo = scheduler.Topology{Nodes: nodes, Devices: n.GPUs, SSDs: n.SSDs, NICs: n.NICs,
 		DeviceMem: int64(n.DeviceMemory), PinnedMem: int64(n.PinnedMemory)}

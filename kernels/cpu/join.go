@@ -103,6 +103,22 @@ func BuildHashTable(b *Batch, keys []string) (*HashTable, error) {
 // Rows is the number of build rows.
 func (h *HashTable) Rows() int { return h.b.Rows }
 
+// Footprint is the bytes of the structures a lookup reads at random: for
+// a single integer key its slots (16 bytes each) and, when keys repeat,
+// the chain links (4 bytes a row); otherwise the bucket heads (4 bytes
+// each) and the rows' hashes and links (12 bytes a row). The cost model
+// prices probes and builds by it (costmodel.TableBytes).
+func (h *HashTable) Footprint() int64 {
+	if h.islots != nil {
+		fp := int64(16 * len(h.islots))
+		if !h.unique {
+			fp += int64(4 * len(h.next))
+		}
+		return fp
+	}
+	return int64(4*len(h.heads) + 12*len(h.next))
+}
+
 // Keys is the number of distinct build keys of a single integer key
 // column (the slots of the table), or Rows for other tables.
 func (h *HashTable) Keys() int {

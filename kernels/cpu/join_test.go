@@ -339,6 +339,14 @@ func TestJoinTableSizedByDistinctKeys(t *testing.T) {
 	if got, want := hjStartSlots(uniq.Cols[0].I32), 1<<19; got != want {
 		t.Errorf("unique keys: start slots %d, want %d (2x the rows, rounded up)", got, want)
 	}
+	// Unique keys: the slots only (no chain is ever followed).
+	uht, err := BuildHashTable(uniq, []string{"bk"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := uht.Footprint(), int64(16<<19); got != want {
+		t.Errorf("unique keys: Footprint() = %d, want %d", got, want)
+	}
 }
 
 // TestJoinTableClusteredKeys: keys stored in runs of 4 (as l_orderkey)
@@ -366,6 +374,10 @@ func TestJoinTableClusteredKeys(t *testing.T) {
 	}
 	if got := ht.Keys(); got != n/4 {
 		t.Errorf("Keys() = %d, want %d", got, n/4)
+	}
+	// 2^18 slots of 16 bytes and a 4-byte link a row (keys repeat).
+	if got, want := ht.Footprint(), int64(16<<18+4*n); got != want {
+		t.Errorf("Footprint() = %d, want %d", got, want)
 	}
 	ktCheckJoin(t, "clustered keys", ht, build, probe, []string{"bk"}, []string{"pk"})
 }
