@@ -167,15 +167,10 @@ func medianOfPasses(runs [][]Sample) ([]Sample, error) {
 // lineitem file with depth of them outstanding, timed from the first
 // submission to the last completion.
 func microReads(ctx context.Context, ds *dataset.Dataset, opts MicroOptions) ([]Sample, error) {
-	path, _, err := ds.ChunkPath("lineitem", 0)
+	path, size, err := readFile(ds)
 	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
+		return nil, err
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
-	}
-	size := fi.Size() &^ 4095
 	r, err := engine.NewReader("auto", false, nil, opts.Log)
 	if err != nil {
 		return nil, err
@@ -247,6 +242,20 @@ func microReads(ctx context.Context, ds *dataset.Dataset, opts MicroOptions) ([]
 			Bytes: c.size, Depth: c.depth, Tasks: tasks[ci], Ns: medianInt64(ns[ci])})
 	}
 	return out, nil
+}
+
+// readFile is the file the storage benchmarks read (chunk 0 of lineitem)
+// and its size rounded down to 4 KiB (O_DIRECT reads).
+func readFile(ds *dataset.Dataset) (path string, size int64, err error) {
+	path, _, err = ds.ChunkPath("lineitem", 0)
+	if err != nil {
+		return "", 0, fmt.Errorf("calibrate: %w", err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return "", 0, fmt.Errorf("calibrate: %w", err)
+	}
+	return path, fi.Size() &^ 4095, nil
 }
 
 // medianInt64 is the median of xs (the lower middle of an even count); xs

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"runtime"
 	"slices"
 	"sync"
@@ -81,15 +80,10 @@ func stealWindow(cores, iters int) (loop, window time.Duration) {
 // window is one CompSteal sample (Samples: Ns the median loop; beside
 // reads, Depth the read depth; Bytes read during the window's Rows ns).
 func microSteal(ctx context.Context, ds *dataset.Dataset, opts MicroOptions, logw io.Writer) ([]Sample, error) {
-	path, _, err := ds.ChunkPath("lineitem", 0)
+	path, size, err := readFile(ds)
 	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
+		return nil, err
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
-	}
-	size := fi.Size() &^ 4095
 	if size < readerRequest {
 		return nil, fmt.Errorf("calibrate: %s (%d bytes) is too small for the read-steal benchmark", path, size)
 	}
