@@ -468,18 +468,9 @@ type Storage struct {
 	// (interrupts, DMA mapping, the emulated device) runs on the cores
 	// the guest's vCPUs run on: a compute loop with no memory traffic ran
 	// 1.3–1.7x slower on every busy vCPU, one or both, while the engine's
-	// reader streamed 1.7–2.5 GB/s (calibrate measures it). 0: reads cost
-	// the cores nothing.
+	// reader streamed 1.7–2.5 GB/s (calibrate measures it; the simulator
+	// applies it with sim.Net.SlowBy). 0: reads cost the cores nothing.
 	CPUSteal float64 `yaml:"cpu_steal,omitempty"`
-}
-
-// CoreSpeed is the speed of a host core while the device delivers
-// bytesPerNs (formula on Storage.CPUSteal): 1 with no steal or no reads.
-func (s *Storage) CoreSpeed(bytesPerNs float64) float64 {
-	if s.CPUSteal <= 0 || bytesPerNs <= 0 {
-		return 1
-	}
-	return 1 / (1 + s.CPUSteal*bytesPerNs)
 }
 
 // Frac is f(q) of the formula on Storage.

@@ -166,20 +166,9 @@ func TestStorageCurve(t *testing.T) {
 	}
 }
 
-// CoreSpeed is 1/(1 + CPUSteal·B): 0.2 ns per byte at 5 B/ns halves a
-// core, at 10 B/ns leaves a third; no steal or no reads leave it whole; a negative or infinite steal
-// is refused.
-func TestStorageCoreSpeed(t *testing.T) {
-	s := Storage{Bandwidth: 1e9, CPUSteal: 0.2}
-	for _, tc := range []struct{ b, want float64 }{{5, 0.5}, {0, 1}, {10, 1.0 / 3}} {
-		if got := s.CoreSpeed(tc.b); math.Abs(got-tc.want) > 1e-15 {
-			t.Errorf("CoreSpeed(%v) = %v, want %v", tc.b, got, tc.want)
-		}
-	}
-	if got := (&Storage{Bandwidth: 1e9}).CoreSpeed(3); got != 1 {
-		t.Errorf("no steal: CoreSpeed = %v, want 1", got)
-	}
-	if err := s.Validate(); err != nil {
+// cpu_steal must be finite and not negative.
+func TestStorageCPUSteal(t *testing.T) {
+	if err := (&Storage{Bandwidth: 1e9, CPUSteal: 0.2}).Validate(); err != nil {
 		t.Fatal(err)
 	}
 	for _, v := range []float64{-0.1, math.Inf(1), math.NaN()} {

@@ -139,7 +139,8 @@ type builtTable struct {
 
 // kernelWork is the compute work of kernel t on dev (its probes priced
 // with the tables their builds made on the same node and device), and
-// records t's input as its pipeline's table if t builds one.
+// adds the rows reaching t's build, if it ends in one, to its pipeline's
+// table.
 func (c *Cluster) kernelWork(dev *costmodel.Device, t *scheduler.Task) float64 {
 	if n := len(t.Ops); n > 0 && t.Ops[n-1].Kind == plan.OpHashBuild {
 		// The rows reaching the build: the task's, through the
