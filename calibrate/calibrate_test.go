@@ -188,6 +188,37 @@ func TestCalibrationReproducible(t *testing.T) {
 	}
 }
 
+// normalizeSpeed: samples between two reference marks are scaled by the
+// mean of all marks over the mean of those two; samples of another pass
+// by their own marks.
+func TestNormalizeSpeed(t *testing.T) {
+	ns := func(xs ...int64) []Sample {
+		out := make([]Sample, len(xs))
+		for i, x := range xs {
+			out[i] = Sample{Component: CompKernel, Ns: x}
+		}
+		return out
+	}
+	// Marks 4, 8, 4 (pass 1) and 8, 8 (pass 2): mean 6.4.
+	runs := [][]Sample{ns(100, 100, 100), ns(100, 100, 100)}
+	marks := [][]refMark{{{0, 4}, {2, 8}, {3, 4}}, {{0, 8}, {3, 8}}}
+	normalizeSpeed(runs, marks)
+	want := [][]int64{{107, 107, 107}, {80, 80, 80}} // 100·6.4/6, 100·6.4/6, 100·6.4/6; 100·6.4/8
+	for p := range runs {
+		for j := range runs[p] {
+			if runs[p][j].Ns != want[p][j] {
+				t.Errorf("pass %d sample %d: %d ns, want %d", p+1, j, runs[p][j].Ns, want[p][j])
+			}
+		}
+	}
+	// No marks: nothing changes.
+	runs = [][]Sample{ns(100)}
+	normalizeSpeed(runs, [][]refMark{nil})
+	if runs[0][0].Ns != 100 {
+		t.Errorf("without marks: %d ns, want 100", runs[0][0].Ns)
+	}
+}
+
 // fitSteal: each window beside reads against the mean of the windows
 // alone around it, (w/w0 − 1)/B, the median of them, at least 0.
 func TestFitSteal(t *testing.T) {
@@ -261,10 +292,12 @@ func TestHeldOutQueries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The reference before the first run and after every round.
-	if c := rep.CPU; c == nil || c.N != warmup+rounds+1 || !c.Rescaled || c.ProfileNs <= 0 ||
+	// The reference before the first run, after every refEvery runs (of
+	// 6 cases × 4), and after the last.
+	wantRefs := 2 + (6*(warmup+rounds)-1)/refEvery
+	if c := rep.CPU; c == nil || c.N != wantRefs || !c.Rescaled || c.ProfileNs <= 0 ||
 		math.Abs(c.Ratio-float64(c.Ns)/float64(c.ProfileNs)) > 1e-6 || !(c.MinNs <= c.Ns && c.Ns <= c.MaxNs) {
-		t.Errorf("CPU check %+v: want %d references, rescaled, ratio = mean / profile's", c, warmup+rounds+1)
+		t.Errorf("CPU check %+v: want %d references, rescaled, ratio = mean / profile's", c, wantRefs)
 	}
 	if len(rep.Cases) != 6 {
 		t.Fatalf("%d cases, want 6", len(rep.Cases))

@@ -56,7 +56,10 @@ type MicroOptions struct {
 // over sizes and selectivities — the filters, projections, partial and
 // final aggregates and shuffles of the TPC-H plans applied to the tables'
 // stored data, plus hash builds, probes and sorts over TPC-H keys. No
-// whole query runs: those are what Validate checks the fit against.
+// whole query runs: those are what Validate checks the fit against. The
+// CPU reference is timed between groups of kernel points, and each
+// pass's kernel samples are normalized by the references around them to
+// the calibration's mean speed (normalizeSpeed).
 func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 	if opts.Reps <= 0 {
 		opts.Reps = 5
@@ -102,12 +105,17 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 	}
 	batches := map[string]*cpu.Batch{}
 	var runs [][]Sample
-	reference := func() {
-		out = append(out, Sample{Component: CompReference, Case: "cpu reference", Tasks: referenceReps, Ns: ReferenceNs()})
-	}
+	var marks [][]refMark // per pass
 	for pass := 1; pass <= passes; pass++ {
-		reference()
 		m := &micro{ds: ds, reps: opts.Reps, quick: opts.Quick, batches: batches}
+		var pm []refMark
+		reference := func() {
+			ns := ReferenceNs()
+			out = append(out, Sample{Component: CompReference, Case: "cpu reference", Tasks: referenceReps, Ns: ns})
+			pm = append(pm, refMark{at: len(m.out), ns: ns})
+		}
+		m.reference = reference
+		reference()
 		fmt.Fprintf(logw, "calibrate: pass %d of %d: h2d decode\n", pass, passes)
 		if err := m.h2d(); err != nil {
 			return nil, err
@@ -127,14 +135,64 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 		if err := m.joinsAndSorts(); err != nil {
 			return nil, err
 		}
+		reference()
 		runs = append(runs, m.out)
+		marks = append(marks, pm)
 	}
-	reference()
+	normalizeSpeed(runs, marks)
 	merged, err := medianOfPasses(runs)
 	if err != nil {
 		return nil, err
 	}
 	return append(out, merged...), nil
+}
+
+// refMark is a CPU reference sample taken when a pass had measured at
+// samples.
+type refMark struct {
+	at int
+	ns int64
+}
+
+// normalizeSpeed scales every sample of the passes to the CPU's mean speed
+// over the calibration: a sample between reference marks k and k+1 of its
+// pass is multiplied by
+//
+//	mean / ((ref_k + ref_k+1) / 2)
+//
+// with mean the mean of every mark. The guest's CPU runs at two speeds
+// 1.6x apart for seconds at a time (reference.go; one calibration's
+// references: its first 40 at ~8 ms, the rest at ~4.5), so the kernels
+// timed in a slow stretch were priced 1.6x those timed in a fast one, and
+// a pass's median mixed them; normalized, each is priced at the speed the
+// profile's host.reference (the same mean) records, which validate
+// --rescale-cpu compares with the engine's. Samples outside a pair of
+// marks are left as they are (they do not occur: each pass starts and ends
+// with one).
+func normalizeSpeed(runs [][]Sample, marks [][]refMark) {
+	var sum float64
+	var n int
+	for _, pm := range marks {
+		for _, mk := range pm {
+			sum += float64(mk.ns)
+			n++
+		}
+	}
+	if n == 0 || !(sum > 0) {
+		return
+	}
+	mean := sum / float64(n)
+	for p, pm := range marks {
+		for k := 0; k+1 < len(pm); k++ {
+			local := float64(pm[k].ns+pm[k+1].ns) / 2
+			if !(local > 0) {
+				continue
+			}
+			for j := pm[k].at; j < pm[k+1].at; j++ {
+				runs[p][j].Ns = int64(math.Round(float64(runs[p][j].Ns) * mean / local))
+			}
+		}
+	}
 }
 
 // medianOfPasses merges the passes' samples point by point (same order in
@@ -354,6 +412,12 @@ type micro struct {
 	quick   bool
 	batches map[string]*cpu.Batch // table -> chunk 0, all columns
 	out     []Sample
+	// reference, if set, times the CPU reference (RunMicro's samples)
+	// after each plan's operators and each join: its samples' mean is
+	// the machine's speed over the calibration, and the CPU spends
+	// seconds in each of its two speeds, so a few samples estimate that
+	// share poorly (10 samples ranged 2.5–8.7 ms in one calibration).
+	reference func()
 }
 
 // harnessHeapLimit is the harness's soft memory limit: about four times
@@ -649,8 +713,17 @@ func (m *micro) planOps(ctx context.Context) error {
 				}
 			}
 		}
+		m.timeReference()
 		return nil
 	})
+}
+
+// timeReference takes a CPU reference sample between groups of kernels
+// (micro.reference), except in quick runs.
+func (m *micro) timeReference() {
+	if m.reference != nil && !m.quick {
+		m.reference()
+	}
 }
 
 // walk times pipeline pi's ops after the scan over b (see planOps); with
@@ -949,6 +1022,7 @@ func (m *micro) joinsAndSorts() error {
 				m.out[len(m.out)-1].Table = table
 			}
 		}
+		m.timeReference()
 	}
 	li, err := m.table("lineitem")
 	if err != nil {

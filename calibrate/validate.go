@@ -125,6 +125,10 @@ type Report struct {
 	Figure []string
 }
 
+// refEvery is how many engine runs validate does between two CPU
+// reference samples (each ~0.1 s).
+const refEvery = 8
+
 // CPUCheck is the CPU reference (calibrate/reference.go) timed before the
 // engine's first run and after each of its rounds, against the profile's
 // time of it.
@@ -292,8 +296,10 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	}
 	defer reader.Close()
 	started := time.Now().UTC().Format(time.RFC3339)
-	// The CPU reference before the first run and after every len(cases)
-	// runs (a round of the random order).
+	// The CPU reference before the first run and after every refEvery
+	// runs: the CPU spends seconds in each of its two speeds
+	// (reference.go), and the mean of a few samples estimates the share
+	// of slow time poorly (18 samples: ±11% here).
 	var refs []int64
 	reference := func() {
 		if prof.Host.Reference > 0 {
@@ -302,7 +308,7 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	}
 	reference()
 	for i, run := range engineRuns(len(cases), opts.Warmup, opts.Rounds, opts.Order, opts.Seed) {
-		if i > 0 && i%len(cases) == 0 {
+		if i > 0 && i%refEvery == 0 {
 			reference()
 		}
 		c := &cases[run.Case]
