@@ -23,7 +23,6 @@ import (
 	"gostachio/plan"
 	"gostachio/tpch"
 	"gostachio/tpch/queries"
-	"gostachio/tpch/schema"
 )
 
 // MicroOptions configure RunMicro.
@@ -460,7 +459,7 @@ func (m *micro) table(name string) (*cpu.Batch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
 	}
-	b := toCPU(sb)
+	b := engine.ChunkBatch(sb)
 	m.batches[name] = b
 	return b, nil
 }
@@ -485,7 +484,7 @@ func (m *micro) leading(name string, n int, columns []string) (*cpu.Batch, error
 		if err != nil {
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}
-		parts = append(parts, toCPU(sb))
+		parts = append(parts, engine.ChunkBatch(sb))
 		rows += sb.Rows
 	}
 	b, err := cpu.Concat(parts)
@@ -528,31 +527,6 @@ func cols(b *cpu.Batch, names []string, n int) (*cpu.Batch, error) {
 		return cpu.Slice(out, 0, n), nil
 	}
 	return out, nil
-}
-
-// toCPU converts a dataset batch to the kernels' vectors (as the engine's
-// decode does: int64/decimal(2)/int32/date/string).
-func toCPU(sb *schema.Batch) *cpu.Batch {
-	b := &cpu.Batch{Rows: sb.Rows}
-	for i, c := range sb.Table.Columns {
-		v := &sb.Cols[i]
-		var o cpu.Vec
-		switch c.Type {
-		case schema.Int64:
-			o = cpu.Vec{Type: cpu.TInt64, I64: v.I64}
-		case schema.Decimal:
-			o = cpu.Vec{Type: cpu.TDecimal, Scale: 2, I64: v.I64}
-		case schema.Int32:
-			o = cpu.Vec{Type: cpu.TInt32, I32: v.I32}
-		case schema.Date:
-			o = cpu.Vec{Type: cpu.TDate, I32: v.I32}
-		case schema.String:
-			o = cpu.Vec{Type: cpu.TString, Off: v.Offsets, Str: v.Bytes}
-		}
-		b.Names = append(b.Names, c.Name)
-		b.Cols = append(b.Cols, o)
-	}
-	return b
 }
 
 // time runs fn once untimed, then reps times, and returns the mean ns;

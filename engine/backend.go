@@ -9,6 +9,7 @@ import (
 
 	"gostachio/dataset"
 	"gostachio/engine/storage"
+	"gostachio/engine/gpu"
 	"gostachio/engine/storage/alloc"
 	"gostachio/kernels/cpu"
 	"gostachio/plan"
@@ -95,6 +96,12 @@ type BackendOptions struct {
 	Node, Nodes int
 	// Remote moves exchange data to other nodes; required when Nodes > 1.
 	Remote Remote
+	// GPU, when set, runs the scan pipelines on this GPU (engine/gpu):
+	// h2d tasks upload a unit's columns, kernel tasks run its filters,
+	// projections and partial aggregate there; the aggregate states, and
+	// the pipelines that read them, stay with the host. A plan with a scan
+	// pipeline the GPU path cannot run is refused, naming the operator.
+	GPU *gpu.Device
 }
 
 // Remote moves exchange data to the other nodes of a cluster (package
@@ -145,6 +152,12 @@ func NewBackend(ds *dataset.Dataset, p *plan.Plan, opts BackendOptions) (*Backen
 	}
 	b.alloc = b.reader.Allocator()
 	b.data = newRunData(ds, p, opts.Devices, opts.Mem)
+	if opts.GPU != nil {
+		if err := b.data.useGPU(opts.GPU); err != nil {
+			b.Close()
+			return nil, err
+		}
+	}
 	b.data.node, b.data.nodes, b.data.remote = opts.Node, opts.Nodes, opts.Remote
 	if opts.Nodes > 1 {
 		b.data.resizePending()
@@ -156,6 +169,7 @@ func NewBackend(ds *dataset.Dataset, p *plan.Plan, opts BackendOptions) (*Backen
 func (b *Backend) Close() error {
 	b.cancel()
 	b.data.releaseAll()
+	b.data.closeGPU()
 	if b.ownReader {
 		return b.reader.Close()
 	}

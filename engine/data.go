@@ -7,8 +7,10 @@ import (
 	"sync/atomic"
 
 	"gostachio/dataset"
+	"gostachio/engine/gpu"
 	"gostachio/engine/storage/alloc"
 	"gostachio/kernels/cpu"
+	"gostachio/kernels/cuda"
 	"gostachio/plan"
 	"gostachio/scheduler"
 )
@@ -52,6 +54,13 @@ type runData struct {
 	peak     atomic.Int64
 	ioBytes  atomic.Int64
 	result   *cpu.Batch
+
+	// gpu runs the scan pipelines marked pipeData.gpu; per device, copies
+	// and kernels go to streams of their own, so one unit's upload
+	// overlaps another's kernels when the policy runs them together.
+	gpu        *gpu.Device
+	gpuCopy    []*cuda.Stream
+	gpuKernels []*cuda.Stream
 }
 
 type unitKey struct{ pipe, unit int32 }
@@ -65,6 +74,7 @@ type readPiece struct {
 type unitData struct {
 	reads   []readPiece
 	in      []*cpu.Batch // one per stored chunk, after the copy
+	gin     *gpu.Batch   // the unit's columns on the GPU (GPU scan pipelines)
 	inBytes int64
 	out     *cpu.Batch
 }
@@ -98,6 +108,8 @@ type pipeData struct {
 	retained atomic.Int64
 	tables   []*cpu.HashTable
 	results  []*cpu.Batch
+	// gpu: the pipeline's units run on the GPU (runData.gpu).
+	gpu bool
 }
 
 func newRunData(ds *dataset.Dataset, p *plan.Plan, devices int, mem int64) *runData {
@@ -321,6 +333,12 @@ func (d *runData) releaseAll() {
 			r.buf.Release()
 		}
 		u.reads = nil
+		if u.gin != nil {
+			// A failed run's streams may still hold work on the batch.
+			d.syncGPU()
+			u.gin.Free()
+			u.gin = nil
+		}
 		delete(d.units, k)
 	}
 }

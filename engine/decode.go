@@ -38,6 +38,9 @@ func (d *runData) copyIn(t *scheduler.Task) error {
 	if err != nil {
 		return fmt.Errorf("engine: %s unit %d of %s: %w", d.plan.Name, t.Unit, table, err)
 	}
+	if d.pipes[t.Pipeline].gpu {
+		return d.uploadUnit(t, u, bs)
+	}
 	var n int64
 	for _, b := range bs {
 		n += b.Bytes()

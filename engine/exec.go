@@ -33,6 +33,9 @@ func (d *runData) kernel(t *scheduler.Task) (rows, bytes int64, parts []int64, e
 		pd.left[dev] = nil
 		pd.mu.Unlock()
 		ins = []*cpu.Batch{in}
+	case pl.Source.Kind == plan.SourceScan && pd.gpu:
+		groups, err := d.gpuKernel(t)
+		return groups, 0, nil, err
 	case pl.Source.Kind == plan.SourceScan:
 		u := d.unit(t)
 		d.mu.Lock()

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gostachio/dataset"
+	"gostachio/engine/gpu"
 	"gostachio/engine/storage"
 	"gostachio/engine/storage/alloc"
 	"gostachio/kernels/cpu"
@@ -44,6 +45,9 @@ type QueryOptions struct {
 	// Reader is a session's shared storage reader (see Session); nil: one
 	// per run, whose setup then counts in the run's time.
 	Reader *storage.Reader
+	// GPU runs the scan pipelines on this GPU (BackendOptions.GPU); nil:
+	// the CPU engine.
+	GPU *gpu.Device
 }
 
 // QueryResult is one finished query.
@@ -119,7 +123,7 @@ func RunPlan(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryO
 		return nil, err
 	}
 	b, err := NewBackend(ds, p, BackendOptions{Devices: opts.Devices, Mem: opts.Mem, Buffered: opts.Buffered,
-		IO: opts.IO, Allocator: opts.Allocator, Log: opts.Log, Reader: opts.Reader})
+		IO: opts.IO, Allocator: opts.Allocator, Log: opts.Log, Reader: opts.Reader, GPU: opts.GPU})
 	if err != nil {
 		return nil, err
 	}

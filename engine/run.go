@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 
 	"gostachio/dataset"
+	"gostachio/engine/gpu"
 	"gostachio/internal/machine"
 	"gostachio/internal/units"
 	"gostachio/tpch/queries"
@@ -27,6 +28,11 @@ type RunOptions struct {
 	// Trace writes a Perfetto/Chrome JSON trace to this path (with several
 	// queries: one file per query, the query name before the extension).
 	Trace string
+	// GPUOrdinal runs the queries' scan pipelines on this CUDA device (-1:
+	// the CPU engine); GPUMem caps its device memory (0: 90% of what is
+	// free).
+	GPUOrdinal int
+	GPUMem     int64
 	QueryOptions
 }
 
@@ -72,6 +78,16 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 	}
 	defer TuneGC()()
 	FitHeapLimit(ds)
+	if opts.GPUOrdinal >= 0 && opts.GPU == nil {
+		dev, err := gpu.Open(opts.GPUOrdinal, opts.GPUMem)
+		if err != nil {
+			return fmt.Errorf("engine: --gpu %d: %w", opts.GPUOrdinal, err)
+		}
+		defer dev.Close()
+		opts.GPU = dev
+		fmt.Fprintf(stderr, "GPU %d: %s (%d SMs), device memory budget %s\n", opts.GPUOrdinal, dev.Info().Name,
+			dev.Info().SMs, units.FormatBytes(dev.Budget()))
+	}
 	if opts.Reader == nil {
 		r, err := OpenSession(ctx, ds, opts.QueryOptions)
 		if err != nil {

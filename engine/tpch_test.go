@@ -32,8 +32,18 @@ type genResult struct {
 
 // testData generates a TPC-H dataset at sf once per test binary (in a
 // directory removed when the binary exits).
+//
+// GOSTACHIO_SF1_DATA names an SF1 dataset to use instead of generating one
+// (the GPU machine's runs generate it once for the tests and the bench).
 func testData(t testing.TB, sf float64) *dataset.Dataset {
 	t.Helper()
+	if dir := os.Getenv("GOSTACHIO_SF1_DATA"); dir != "" && sf == 1 {
+		ds, err := dataset.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return ds
+	}
 	v, _ := dataOnce.LoadOrStore(sf, &genResult{})
 	g := v.(*genResult)
 	g.once.Do(func() {

@@ -13,7 +13,7 @@ func newQueryCmd(g *globals) *cobra.Command {
 	var rf *runFlags
 	cmd := &cobra.Command{
 		Use:   "query --data DIR --query q1|all",
-		Short: "Run TPC-H queries on the CPU engine, through the overlap scheduler",
+		Short: "Run TPC-H queries on the engine (CPU, or --gpu), through the overlap scheduler",
 		Long: `Runs TPC-H queries (the spec's validation parameters) on a dataset made by
 'gostachio gen', reading it from storage (O_DIRECT unless --buffered). The result
 goes to stdout in the spec's column order (decimals to 2 places, dates as

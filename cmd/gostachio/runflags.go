@@ -10,8 +10,9 @@ import (
 // runFlags are the query-run flags `query` and `worker` share; worker
 // changes the wording where a cluster differs.
 type runFlags struct {
-	o   *engine.RunOptions
-	mem string
+	o      *engine.RunOptions
+	mem    string
+	gpuMem string
 }
 
 func addRunFlags(f *pflag.FlagSet, o *engine.RunOptions, worker bool) *runFlags {
@@ -35,6 +36,11 @@ func addRunFlags(f *pflag.FlagSet, o *engine.RunOptions, worker bool) *runFlags 
 	f.IntVar(&o.Devices, "devices", 0, devices)
 	f.BoolVar(&o.Buffered, "buffered", false, "read through the page cache instead of O_DIRECT")
 	f.StringVar(&o.IO, "io", "auto", "storage backend: auto, uring, pread")
+	o.GPUOrdinal = -1
+	if !worker {
+		f.IntVar(&o.GPUOrdinal, "gpu", -1, "run the scan pipelines on this CUDA device (scan, filter, project and partial aggregates: Q1 and Q6 so far; -1: the CPU engine)")
+		f.StringVar(&rf.gpuMem, "gpu-mem", "", "device memory budget of --gpu (default: 90% of the free memory)")
+	}
 	return rf
 }
 
@@ -49,6 +55,13 @@ func (rf *runFlags) resolve(g *globals) error {
 			return err
 		}
 		rf.o.Mem = n
+	}
+	if rf.gpuMem != "" {
+		n, err := units.ParseBytes(rf.gpuMem)
+		if err != nil {
+			return err
+		}
+		rf.o.GPUMem = n
 	}
 	return nil
 }

@@ -6,7 +6,9 @@ import (
 	"embed"
 	"fmt"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 )
@@ -100,4 +102,26 @@ func Kernels(ptx []byte) []string {
 		}
 	}
 	return out
+}
+
+// PTXDirEnv names a folder of freshly built PTX (`make ptx` on a GPU
+// machine, before it is checked in): LoadPTX, the GPU tests and the GPU
+// backend read <name>.ptx from there instead of the embedded copy.
+const PTXDirEnv = "GOSTACHIO_PTX_DIR"
+
+// LoadPTX returns module name's PTX: PTXDirEnv's file when that variable is
+// set, else the embedded one.
+func LoadPTX(name string) ([]byte, error) {
+	if dir := os.Getenv(PTXDirEnv); dir != "" {
+		b, err := os.ReadFile(filepath.Join(dir, name+".ptx"))
+		if err != nil {
+			return nil, fmt.Errorf("cuda: %s=%s: %w", PTXDirEnv, dir, err)
+		}
+		return b, nil
+	}
+	b, ok := PTX(name)
+	if !ok {
+		return nil, fmt.Errorf("cuda: no embedded %s.ptx: run `make ptx` on a machine with nvcc", name)
+	}
+	return b, nil
 }

@@ -131,11 +131,7 @@ func TestGPUModulesLoad(t *testing.T) {
 	}
 }
 
-// ptxDirEnv names a folder of freshly built PTX (make ptx on a GPU
-// machine) that the GPU tests load instead of the embedded modules: the
-// new PTX is validated in the same run that built it, before it is
-// checked in and embedded.
-const ptxDirEnv = "GOSTACHIO_PTX_DIR"
+const ptxDirEnv = PTXDirEnv
 
 // testPTXNames lists the modules the GPU tests load (ptxDirEnv's, else the
 // embedded ones).

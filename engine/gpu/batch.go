@@ -1,0 +1,195 @@
+package gpu
+
+import (
+	"fmt"
+	"runtime"
+	"unsafe"
+
+	"gostachio/kernels/cpu"
+	"gostachio/kernels/cuda"
+)
+
+// Col is one column in device memory, in kernels/cpu's layout: int64 and
+// decimal values as int64, int32 and date as int32, strings as n+1 int32
+// offsets (Off) and their bytes (Data).
+type Col struct {
+	Type  cpu.Type
+	Scale int8
+	Data  cuda.DevicePtr
+	Off   cuda.DevicePtr
+	// MaxLen is a string column's longest value in bytes (measured on
+	// the host at upload: group keys of short strings are packed by it).
+	MaxLen int
+}
+
+// Batch is columns of Rows rows in device memory. The batch owns its
+// blocks: Free returns them to the device's pool.
+type Batch struct {
+	Names []string
+	Cols  []Col
+	Rows  int
+	// Bytes is what the upload moved over PCIe.
+	Bytes int64
+	arena arena
+}
+
+// Free returns the batch's device memory to the pool; the caller must know
+// that no queued work still reads it. A second call does nothing.
+func (b *Batch) Free() {
+	if b != nil {
+		b.arena.release()
+	}
+}
+
+// arena is a list of pooled device blocks freed together.
+type arena struct {
+	d      *Device
+	blocks []block
+}
+
+type block struct {
+	p cuda.DevicePtr
+	n int
+}
+
+func (a *arena) alloc(n int) (cuda.DevicePtr, error) {
+	p, err := a.d.Alloc(max(n, 1))
+	if err != nil {
+		return 0, err
+	}
+	a.blocks = append(a.blocks, block{p, max(n, 1)})
+	return p, nil
+}
+
+func (a *arena) release() {
+	for _, b := range a.blocks {
+		a.d.Release(b.p, b.n)
+	}
+	a.blocks = nil
+}
+
+func bytesOf[T any](s []T) []byte {
+	if len(s) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&s[0])), len(s)*int(unsafe.Sizeof(s[0])))
+}
+
+// Upload copies the batches (one per stored chunk, same columns) into one
+// device batch on stream s and waits for the copies: the host memory may be
+// reused when it returns. String offsets are rebased on the host.
+func (d *Device) Upload(s *cuda.Stream, parts []*cpu.Batch) (*Batch, error) {
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("gpu: upload of no batches")
+	}
+	first := parts[0]
+	out := &Batch{Names: append([]string(nil), first.Names...), Cols: make([]Col, len(first.Cols)), arena: arena{d: d}}
+	for _, p := range parts {
+		if len(p.Cols) != len(first.Cols) {
+			return nil, fmt.Errorf("gpu: upload of batches with %d and %d columns", len(first.Cols), len(p.Cols))
+		}
+		out.Rows += p.Rows
+	}
+	var keep [][]int32 // rebased offsets, alive until the copies finished
+	fail := func(err error) (*Batch, error) {
+		s.Synchronize()
+		out.Free()
+		return nil, err
+	}
+	for k := range first.Cols {
+		typ, scale := first.Cols[k].Type, first.Cols[k].Scale
+		c := &out.Cols[k]
+		c.Type, c.Scale = typ, scale
+		width := 0
+		switch typ {
+		case cpu.TInt64, cpu.TDecimal:
+			width = 8
+		case cpu.TInt32, cpu.TDate:
+			width = 4
+		case cpu.TString:
+		default:
+			return fail(fmt.Errorf("gpu: column %s: %s columns are not uploaded", first.Names[k], typ))
+		}
+		if width > 0 {
+			p, err := out.arena.alloc(out.Rows * width)
+			if err != nil {
+				return fail(err)
+			}
+			c.Data = p
+			at := 0
+			for _, b := range parts {
+				v := &b.Cols[k]
+				if v.Type != typ || v.Scale != scale {
+					return fail(fmt.Errorf("gpu: column %s is %s in one chunk and %s in another", first.Names[k], typ, v.Type))
+				}
+				var src []byte
+				if width == 8 {
+					src = bytesOf(v.I64[:b.Rows])
+				} else {
+					src = bytesOf(v.I32[:b.Rows])
+				}
+				if err := s.CopyHtoD(p.Add(at), src); err != nil {
+					return fail(err)
+				}
+				at += len(src)
+				out.Bytes += int64(len(src))
+			}
+			continue
+		}
+		// Strings: offsets rebased to the concatenation, bytes appended.
+		off := make([]int32, 0, out.Rows+1)
+		total, maxLen := 0, 0
+		for _, b := range parts {
+			v := &b.Cols[k]
+			if v.Type != cpu.TString {
+				return fail(fmt.Errorf("gpu: column %s is %s in one chunk and %s in another", first.Names[k], typ, v.Type))
+			}
+			base := v.Off[0]
+			for i := 0; i < b.Rows; i++ {
+				off = append(off, int32(total)+v.Off[i]-base)
+				maxLen = max(maxLen, int(v.Off[i+1]-v.Off[i]))
+			}
+			total += int(v.Off[b.Rows] - base)
+		}
+		off = append(off, int32(total))
+		keep = append(keep, off)
+		po, err := out.arena.alloc(4 * len(off))
+		if err != nil {
+			return fail(err)
+		}
+		pb, err := out.arena.alloc(total)
+		if err != nil {
+			return fail(err)
+		}
+		c.Off, c.Data, c.MaxLen = po, pb, maxLen
+		if err := s.CopyHtoD(po, bytesOf(off)); err != nil {
+			return fail(err)
+		}
+		out.Bytes += int64(4 * len(off))
+		at := 0
+		for _, b := range parts {
+			v := &b.Cols[k]
+			src := v.Str[v.Off[0]:v.Off[b.Rows]]
+			if err := s.CopyHtoD(pb.Add(at), src); err != nil {
+				return fail(err)
+			}
+			at += len(src)
+			out.Bytes += int64(len(src))
+		}
+	}
+	if err := s.Synchronize(); err != nil {
+		return fail(err)
+	}
+	runtime.KeepAlive(keep)
+	return out, nil
+}
+
+// col returns the batch's column name.
+func (b *Batch) col(name string) (Col, bool) {
+	for i, n := range b.Names {
+		if n == name {
+			return b.Cols[i], true
+		}
+	}
+	return Col{}, false
+}

@@ -1,0 +1,247 @@
+package gpu
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"sort"
+	"strings"
+	"testing"
+
+	"gostachio/kernels/cpu"
+	"gostachio/kernels/cuda"
+	"gostachio/plan"
+)
+
+func testDevice(t *testing.T) *Device {
+	t.Helper()
+	if _, err := cuda.Load(); err != nil {
+		t.Skip("no CUDA driver: ", err)
+	}
+	d, err := Open(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := d.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	return d
+}
+
+// randomBatch: n rows of k (int64 key with distinct values), flag (1-byte
+// strings), tag (strings of up to 3 bytes), day (date), qty (decimal 2),
+// price (decimal 2), disc (decimal 2), small (int32).
+func randomBatch(n, distinct int, seed uint64) *cpu.Batch {
+	rng := rand.New(rand.NewPCG(seed, 1))
+	b := &cpu.Batch{Rows: n, Names: []string{"k", "flag", "tag", "day", "qty", "price", "disc", "small"}}
+	k, day, small := make([]int64, n), make([]int32, n), make([]int32, n)
+	qty, price, disc := make([]int64, n), make([]int64, n), make([]int64, n)
+	flagOff, tagOff := []int32{0}, []int32{0}
+	var flagStr, tagStr []byte
+	tags := []string{"", "a", "ab", "abc", "b", "zz"}
+	for i := 0; i < n; i++ {
+		k[i] = int64(rng.IntN(distinct))*13 - 40
+		day[i] = int32(8000 + rng.IntN(2500))
+		small[i] = int32(rng.IntN(200) - 100)
+		qty[i] = int64(1+rng.IntN(50)) * 100
+		price[i] = int64(rng.IntN(10_000_000))
+		disc[i] = int64(rng.IntN(11))
+		flagStr = append(flagStr, "ANR"[rng.IntN(3)])
+		flagOff = append(flagOff, int32(len(flagStr)))
+		tagStr = append(tagStr, tags[rng.IntN(len(tags))]...)
+		tagOff = append(tagOff, int32(len(tagStr)))
+	}
+	b.Cols = []cpu.Vec{
+		{Type: cpu.TInt64, I64: k}, {Type: cpu.TString, Off: flagOff, Str: flagStr},
+		{Type: cpu.TString, Off: tagOff, Str: tagStr}, {Type: cpu.TDate, I32: day},
+		{Type: cpu.TDecimal, Scale: 2, I64: qty}, {Type: cpu.TDecimal, Scale: 2, I64: price},
+		{Type: cpu.TDecimal, Scale: 2, I64: disc}, {Type: cpu.TInt32, I32: small},
+	}
+	return b
+}
+
+// cpuPartial is the CPU engine's partial state for ops over b.
+func cpuPartial(t *testing.T, b *cpu.Batch, ops []plan.Op) *cpu.Batch {
+	t.Helper()
+	var err error
+	for _, op := range ops {
+		switch op.Kind {
+		case plan.OpFilter:
+			b, err = cpu.Filter(b, op.Expr)
+		case plan.OpProject:
+			b, err = cpu.Project(b, op.Expr.(plan.Projection))
+		case plan.OpAggPartial:
+			aggs := op.Expr.(plan.Aggs)
+			args := make([]*cpu.Vec, len(aggs))
+			for i, a := range aggs {
+				if a.Arg != nil {
+					v, err := cpu.Eval(b, a.Arg)
+					if err != nil {
+						t.Fatal(err)
+					}
+					args[i] = &v
+				}
+			}
+			st := cpu.NewAggregator(op.Keys, aggs, false)
+			if err := st.Update(b, args); err != nil {
+				t.Fatal(err)
+			}
+			out, err := st.Emit(false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("no aggregate")
+	return nil
+}
+
+// rowsOf renders a state as sorted rows "name=value ..." (types and scales
+// show in the formatting).
+func rowsOf(b *cpu.Batch) []string {
+	if b == nil {
+		return nil
+	}
+	var rows []string
+	for i := 0; i < b.Rows; i++ {
+		var cells []string
+		for k, n := range b.Names {
+			cells = append(cells, fmt.Sprintf("%s=%s:%s", n, b.Cols[k].Type, b.Cols[k].Format(i)))
+		}
+		rows = append(rows, strings.Join(cells, " "))
+	}
+	sort.Strings(rows)
+	return rows
+}
+
+// TestGPUPartialMatchesCPU runs pipelines over one random batch on the GPU
+// and compares the partial states with the CPU engine's, cell by cell:
+// string and integer keys, few (register), some (shared-memory) and many
+// (global-atomic) groups, scalar aggregates with and without filters.
+func TestGPUPartialMatchesCPU(t *testing.T) {
+	d := testDevice(t)
+	s, err := d.Context().NewStream(cuda.StreamNonBlocking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	col := func(n string) plan.Col { return plan.Col(n) }
+	filter := plan.Op{Kind: plan.OpFilter, Label: "f", Expr: plan.And(
+		plan.Le(col("day"), plan.Date("1996-06-30")),
+		plan.Or(plan.Between(col("disc"), plan.Dec("0.02"), plan.Dec("0.07")), plan.Not(plan.Lt(col("qty"), plan.Int(24)))),
+		plan.NotIn(col("small"), plan.Ints(0, 1, 2)...))}
+	disc := plan.Mul(col("price"), plan.Sub(plan.Int(1), col("disc")))
+	aggs := plan.Aggs{
+		plan.Sum("sum_qty", col("qty")), plan.Sum("sum_disc", disc),
+		plan.Sum("charge", plan.Mul(disc, plan.Add(plan.Dec("1.00"), col("disc")))),
+		plan.Avg("avg_price", col("price")), plan.Count("n"),
+		plan.Min("min_day", col("day")), plan.Max("max_small", col("small")), plan.Sum("sum_small", col("small")),
+	}
+	proj := plan.Op{Kind: plan.OpProject, Label: "p", Expr: plan.Projection{
+		plan.As("k", col("k")), plan.As("flag", col("flag")), plan.As("qty", col("qty")),
+		plan.As("price", plan.Add(col("price"), plan.Dec("0.5"))), plan.As("disc", col("disc")),
+		plan.As("day", col("day")), plan.As("small", col("small"))}}
+	for _, c := range []struct {
+		name     string
+		distinct int
+		keys     []string
+		filter   bool
+	}{
+		{"flag-tag few", 50, []string{"flag", "tag"}, true},
+		{"flag only unfiltered", 50, []string{"flag"}, false},
+		{"k smem", 3000, []string{"k"}, true},
+		{"k and flag global", 40000, []string{"k", "flag"}, true},
+		{"scalar filtered", 10, nil, true},
+		{"scalar", 10, nil, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			b := randomBatch(300_007, c.distinct, uint64(c.distinct))
+			ops := []plan.Op{{Kind: plan.OpScan}}
+			if c.filter {
+				ops = append(ops, filter)
+			}
+			if len(c.keys) == 0 || c.keys[0] != "flag" || len(c.keys) == 1 {
+				ops = append(ops, proj)
+			}
+			ops = append(ops, plan.Op{Kind: plan.OpAggPartial, Keys: c.keys, Expr: aggs}, plan.Op{Kind: plan.OpGather})
+			if err := Supported(ops); err != nil {
+				t.Fatal(err)
+			}
+			want := rowsOf(cpuPartial(t, b, ops))
+			// Two chunks: the upload concatenates them.
+			half := b.Rows / 3
+			parts := []*cpu.Batch{slice(b, 0, half), slice(b, half, b.Rows)}
+			g, err := d.Upload(s, parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer g.Free()
+			got, st, err := d.Partial(s, g, ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotRows := rowsOf(got)
+			if len(gotRows) != len(want) {
+				t.Fatalf("%d groups, want %d", len(gotRows), len(want))
+			}
+			for i := range want {
+				if gotRows[i] != want[i] {
+					t.Fatalf("group %d:\n got %s\nwant %s", i, gotRows[i], want[i])
+				}
+			}
+			t.Logf("%d rows, %d selected, %d groups, %d launches", st.Rows, st.Selected, st.Groups, st.Launches)
+		})
+	}
+	if p := d.Peak(); p <= 0 {
+		t.Errorf("peak device memory %d", p)
+	}
+}
+
+// TestGPUSumOverflowRefused: a sum that could wrap is an error, not a value.
+func TestGPUSumOverflowRefused(t *testing.T) {
+	d := testDevice(t)
+	s, err := d.Context().NewStream(cuda.StreamNonBlocking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	n := 1000
+	v := make([]int64, n)
+	for i := range v {
+		v[i] = 1 << 60
+	}
+	b := &cpu.Batch{Rows: n, Names: []string{"v"}, Cols: []cpu.Vec{{Type: cpu.TInt64, I64: v}}}
+	g, err := d.Upload(s, []*cpu.Batch{b})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Free()
+	ops := []plan.Op{{Kind: plan.OpScan}, {Kind: plan.OpAggPartial, Expr: plan.Aggs{plan.Sum("s", plan.Col("v"))}}}
+	if _, _, err := d.Partial(s, g, ops); err == nil || !strings.Contains(err.Error(), "overflow") {
+		t.Fatalf("sum of 1000 x 2^60: %v, want an overflow error", err)
+	}
+}
+
+// slice is rows [lo, hi) of b as a batch of views (strings keep their
+// offsets into the shared bytes, as a stored chunk's do).
+func slice(b *cpu.Batch, lo, hi int) *cpu.Batch {
+	out := &cpu.Batch{Rows: hi - lo, Names: b.Names, Cols: make([]cpu.Vec, len(b.Cols))}
+	for k, v := range b.Cols {
+		o := cpu.Vec{Type: v.Type, Scale: v.Scale}
+		switch {
+		case v.I64 != nil:
+			o.I64 = v.I64[lo:hi]
+		case v.I32 != nil:
+			o.I32 = v.I32[lo:hi]
+		case v.Off != nil:
+			o.Off, o.Str = v.Off[lo:hi+1], v.Str
+		}
+		out.Cols[k] = o
+	}
+	return out
+}

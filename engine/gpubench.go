@@ -1,0 +1,534 @@
+package engine
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"gostachio/dataset"
+	"gostachio/tpch/schema"
+	"gostachio/engine/gpu"
+	"gostachio/internal/machine"
+	"gostachio/internal/stats"
+	"gostachio/kernels/cpu"
+	"gostachio/kernels/cuda"
+	"gostachio/plan"
+	"gostachio/scheduler"
+)
+
+// GPUBenchOptions configure BenchGPU.
+type GPUBenchOptions struct {
+	Data    string
+	Ordinal int
+	// Queries run on the GPU ("q1,q6").
+	Queries string
+	// Rounds of every timed measurement (medians are reported).
+	Rounds   int
+	Policies []string
+	Set      string
+	GPUMem   int64
+	JSON     bool
+}
+
+// CopyRate is one copy bandwidth measurement (events around the copy).
+type CopyRate struct {
+	Kind    string  `json:"kind"` // h2d-pinned, d2h-pinned, h2d-pageable, d2d
+	Bytes   int64   `json:"bytes"`
+	Seconds float64 `json:"seconds"`
+	GBps    float64 `json:"gb_per_s"`
+}
+
+// ResidentRate is a query's scan pipeline over its columns already in
+// device memory: kernel time alone, against the device-to-device copy.
+type ResidentRate struct {
+	Query      string  `json:"query"`
+	Rows       int     `json:"rows"`
+	InputBytes int64   `json:"input_bytes"`
+	Seconds    float64 `json:"seconds"`
+	GBps       float64 `json:"gb_per_s"`
+	// CopyGBps is a device-to-device copy of InputBytes in the same run,
+	// bytes copied per second; Ratio = GBps / CopyGBps.
+	CopyGBps float64 `json:"d2d_copy_gb_per_s"`
+	Ratio    float64 `json:"ratio_to_d2d"`
+	Launches int     `json:"kernel_launches"`
+	// MatchesCPU: the GPU's aggregate state equals the CPU engine's over
+	// the same rows, cell by cell.
+	MatchesCPU bool `json:"matches_cpu"`
+}
+
+// GPURun is a query from storage on one backend under one policy.
+type GPURun struct {
+	Query   string    `json:"query"`
+	Backend string    `json:"backend"` // gpu or cpu
+	Policy  string    `json:"policy"`
+	Seconds float64   `json:"seconds"` // median
+	All     []float64 `json:"all_seconds"`
+	// Efficiency = the busiest resource's busy time (reads, h2d copies, or
+	// kernels and host work) / makespan, median over rounds.
+	Efficiency float64 `json:"overlap_efficiency"`
+	IOBytes    int64   `json:"io_bytes"`
+}
+
+// GPUBenchReport is BenchGPU's result.
+type GPUBenchReport struct {
+	Device   string         `json:"device"`
+	SMs      int            `json:"sms"`
+	Driver   string         `json:"driver"`
+	Machine  string         `json:"machine"`
+	Data     string         `json:"data"`
+	Copies   []CopyRate     `json:"copies"`
+	Resident []ResidentRate `json:"resident"`
+	Runs     []GPURun       `json:"runs"`
+}
+
+// BenchGPU measures the GPU backend on one device: copy bandwidths (pinned
+// and pageable host memory, device to device), each query's scan pipeline
+// over device-resident columns against a device-to-device copy of the same
+// bytes, and each query from storage on the GPU and on the CPU engine under
+// every policy, rounds interleaved.
+func BenchGPU(ctx context.Context, opts GPUBenchOptions, stdout, stderr io.Writer) error {
+	if opts.Rounds <= 0 {
+		opts.Rounds = 5
+	}
+	if len(opts.Policies) == 0 {
+		opts.Policies = []string{"serial", "overlap"}
+	}
+	names, err := ParseQueries(opts.Queries)
+	if err != nil {
+		return err
+	}
+	ds, err := dataset.Open(opts.Data)
+	if err != nil {
+		return err
+	}
+	dev, err := gpu.Open(opts.Ordinal, opts.GPUMem)
+	if err != nil {
+		return fmt.Errorf("engine: gpu bench: %w", err)
+	}
+	defer dev.Close()
+	info := dev.Info()
+	rep := GPUBenchReport{Device: info.Name, SMs: info.SMs, Driver: cuda.VersionString(dev.Context().Driver().Version()),
+		Machine: machine.Name(), Data: ds.Dir}
+	fmt.Fprintf(stderr, "GPU %d: %s, %d SMs, driver %s\n", opts.Ordinal, info.Name, info.SMs, rep.Driver)
+	s, err := dev.Context().NewStream(cuda.StreamNonBlocking)
+	if err != nil {
+		return err
+	}
+	defer s.Destroy()
+	if rep.Copies, err = benchCopies(dev, s, opts.Rounds); err != nil {
+		return err
+	}
+	for _, c := range rep.Copies {
+		fmt.Fprintf(stderr, "copy %-13s %9s  %7.1f GB/s\n", c.Kind, fmtMiB(c.Bytes), c.GBps)
+	}
+	for _, q := range names {
+		r, err := benchResident(ctx, dev, s, ds, q, opts.Rounds)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(stderr, "%s resident: %.1f GB/s, d2d copy %.1f GB/s: %.2fx, state matches the CPU's: %v\n",
+			q, r.GBps, r.CopyGBps, r.Ratio, r.MatchesCPU)
+		rep.Resident = append(rep.Resident, r)
+	}
+	if rep.Runs, err = benchFromStorage(ctx, dev, ds, names, opts, stderr); err != nil {
+		return err
+	}
+	if opts.JSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	writeGPUReport(stdout, &rep)
+	return nil
+}
+
+func fmtMiB(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
+
+// timeOnStream runs fn (which queues work on s) rounds times after one
+// untimed run and returns the median seconds between events around it.
+func timeOnStream(c *cuda.Context, s *cuda.Stream, rounds int, fn func() error) (float64, error) {
+	start, err := c.NewEvent(cuda.EventDefault)
+	if err != nil {
+		return 0, err
+	}
+	defer start.Destroy()
+	end, err := c.NewEvent(cuda.EventDefault)
+	if err != nil {
+		return 0, err
+	}
+	defer end.Destroy()
+	if err := fn(); err != nil {
+		return 0, err
+	}
+	if err := s.Synchronize(); err != nil {
+		return 0, err
+	}
+	var ts []float64
+	for range rounds {
+		if err := start.Record(s); err != nil {
+			return 0, err
+		}
+		if err := fn(); err != nil {
+			return 0, err
+		}
+		if err := end.Record(s); err != nil {
+			return 0, err
+		}
+		if err := end.Synchronize(); err != nil {
+			return 0, err
+		}
+		d, err := cuda.Elapsed(start, end)
+		if err != nil {
+			return 0, err
+		}
+		ts = append(ts, d.Seconds())
+	}
+	return stats.Median(ts), nil
+}
+
+func benchCopies(dev *gpu.Device, s *cuda.Stream, rounds int) ([]CopyRate, error) {
+	c := dev.Context()
+	const big = 256 << 20
+	host, err := c.AllocHost(big, 0)
+	if err != nil {
+		return nil, err
+	}
+	defer host.Free()
+	hb := host.Bytes()
+	for i := range hb {
+		hb[i] = byte(i)
+	}
+	pageable := make([]byte, 64<<20)
+	for i := range pageable {
+		pageable[i] = byte(i)
+	}
+	d1, err := dev.Alloc(1 << 30)
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Release(d1, 1<<30)
+	d2, err := dev.Alloc(1 << 30)
+	if err != nil {
+		return nil, err
+	}
+	defer dev.Release(d2, 1<<30)
+	var out []CopyRate
+	add := func(kind string, n int, fn func() error) error {
+		sec, err := timeOnStream(c, s, rounds, fn)
+		if err != nil {
+			return fmt.Errorf("%s of %d bytes: %w", kind, n, err)
+		}
+		out = append(out, CopyRate{Kind: kind, Bytes: int64(n), Seconds: sec, GBps: float64(n) / sec / 1e9})
+		return nil
+	}
+	for _, n := range []int{1 << 20, 8 << 20, 64 << 20, big} {
+		if err := add("h2d-pinned", n, func() error { return s.CopyHtoD(d1, hb[:n]) }); err != nil {
+			return nil, err
+		}
+		if err := add("d2h-pinned", n, func() error { return s.CopyDtoH(hb[:n], d1) }); err != nil {
+			return nil, err
+		}
+	}
+	if err := add("h2d-pageable", len(pageable), func() error { return s.CopyHtoD(d1, pageable) }); err != nil {
+		return nil, err
+	}
+	for _, n := range []int{64 << 20, 1 << 30} {
+		if err := add("d2d", n, func() error { return s.CopyDtoD(d2, d1, n) }); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// ChunkBatch converts a dataset chunk to the kernels' vectors, as the
+// engine's decode types them (int64, decimal of scale 2, int32, date,
+// string).
+func ChunkBatch(sb *schema.Batch) *cpu.Batch {
+	b := &cpu.Batch{Rows: sb.Rows}
+	for i, c := range sb.Table.Columns {
+		v := &sb.Cols[i]
+		var o cpu.Vec
+		switch c.Type {
+		case schema.Int64:
+			o = cpu.Vec{Type: cpu.TInt64, I64: v.I64}
+		case schema.Decimal:
+			o = cpu.Vec{Type: cpu.TDecimal, Scale: 2, I64: v.I64}
+		case schema.Int32:
+			o = cpu.Vec{Type: cpu.TInt32, I32: v.I32}
+		case schema.Date:
+			o = cpu.Vec{Type: cpu.TDate, I32: v.I32}
+		case schema.String:
+			o = cpu.Vec{Type: cpu.TString, Off: v.Offsets, Str: v.Bytes}
+		}
+		b.Names = append(b.Names, c.Name)
+		b.Cols = append(b.Cols, o)
+	}
+	return b
+}
+
+// benchResident uploads the whole scanned table's columns of q's GPU scan
+// pipeline and times the pipeline's kernels over them.
+func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dataset.Dataset, q string, rounds int) (ResidentRate, error) {
+	r := ResidentRate{Query: q}
+	p, err := BuildQuery(ds, q)
+	if err != nil {
+		return r, err
+	}
+	var pl *plan.Pipeline
+	for i := range p.Pipelines {
+		if p.Pipelines[i].Source.Kind == plan.SourceScan {
+			pl = &p.Pipelines[i]
+			break
+		}
+	}
+	if pl == nil {
+		return r, fmt.Errorf("engine: gpu bench: %s has no scan pipeline", q)
+	}
+	if err := gpu.Supported(pl.Ops); err != nil {
+		return r, fmt.Errorf("engine: gpu bench: %s: %w", q, err)
+	}
+	table := p.Tables[pl.Source.Table].Name
+	tm, err := ds.Table(table)
+	if err != nil {
+		return r, err
+	}
+	cols := pl.Ops[0].Out
+	var parts []*cpu.Batch
+	for i := range tm.Chunks {
+		if err := ctx.Err(); err != nil {
+			return r, err
+		}
+		sb, err := ds.ReadChunk(table, i, cols)
+		if err != nil {
+			return r, err
+		}
+		parts = append(parts, ChunkBatch(sb))
+	}
+	g, err := dev.Upload(s, parts)
+	if err != nil {
+		return r, err
+	}
+	defer g.Free()
+	r.Rows, r.InputBytes = g.Rows, g.Bytes
+	var state *cpu.Batch
+	var st gpu.Stats
+	sec, err := timeOnStream(dev.Context(), s, rounds, func() error {
+		var err error
+		state, st, err = dev.Partial(s, g, pl.Ops)
+		return err
+	})
+	if err != nil {
+		return r, fmt.Errorf("engine: gpu bench: %s: %w", q, err)
+	}
+	r.Seconds, r.Launches = sec, st.Launches
+	r.GBps = float64(r.InputBytes) / sec / 1e9
+	// A device-to-device copy of as many bytes, buffer to buffer.
+	n := int(r.InputBytes)
+	src, err := dev.Alloc(n)
+	if err != nil {
+		return r, err
+	}
+	defer dev.Release(src, n)
+	dst, err := dev.Alloc(n)
+	if err != nil {
+		return r, err
+	}
+	defer dev.Release(dst, n)
+	copySec, err := timeOnStream(dev.Context(), s, rounds, func() error { return s.CopyDtoD(dst, src, n) })
+	if err != nil {
+		return r, err
+	}
+	r.CopyGBps = float64(r.InputBytes) / copySec / 1e9
+	r.Ratio = r.GBps / r.CopyGBps
+	want, err := cpuState(parts, pl.Ops)
+	if err != nil {
+		return r, err
+	}
+	r.MatchesCPU = sameState(state, want)
+	return r, nil
+}
+
+// cpuState is the CPU engine's partial state of ops over all parts.
+func cpuState(parts []*cpu.Batch, ops []plan.Op) (*cpu.Batch, error) {
+	var agg *cpu.Aggregator
+	for _, b := range parts {
+		var err error
+		for i := range ops {
+			op := &ops[i]
+			switch op.Kind {
+			case plan.OpFilter:
+				b, err = cpu.Filter(b, op.Expr)
+			case plan.OpProject:
+				b, err = cpu.Project(b, op.Expr.(plan.Projection))
+			case plan.OpAggPartial:
+				aggs := op.Expr.(plan.Aggs)
+				if agg == nil {
+					agg = cpu.NewAggregator(op.Keys, aggs, false)
+				}
+				args := make([]*cpu.Vec, len(aggs))
+				for j, a := range aggs {
+					if a.Arg != nil {
+						v, err := cpu.Eval(b, a.Arg)
+						if err != nil {
+							return nil, err
+						}
+						args[j] = &v
+					}
+				}
+				err = agg.Update(b, args)
+			}
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	if agg == nil {
+		return nil, nil
+	}
+	return agg.Emit(false)
+}
+
+// sameState compares two partial states as sets of rows.
+func sameState(a, b *cpu.Batch) bool {
+	rows := func(x *cpu.Batch) []string {
+		if x == nil {
+			return nil
+		}
+		var out []string
+		for i := 0; i < x.Rows; i++ {
+			var cells []string
+			for k, n := range x.Names {
+				cells = append(cells, n+"="+x.Cols[k].Type.String()+":"+x.Cols[k].Format(i))
+			}
+			out = append(out, strings.Join(cells, " "))
+		}
+		sort.Strings(out)
+		return out
+	}
+	return slices.Equal(rows(a), rows(b))
+}
+
+// gpuEfficiency: the busiest of reads, h2d copies and the other work
+// (kernels, d2h, merges, sends), each as the union of its intervals, over
+// the makespan.
+func gpuEfficiency(ev []scheduler.Event) float64 {
+	type iv struct{ s, e scheduler.Time }
+	groups := map[string][]iv{}
+	var lo, hi scheduler.Time
+	for i, e := range ev {
+		if i == 0 || e.Start < lo {
+			lo = e.Start
+		}
+		hi = max(hi, e.End)
+		k := "work"
+		switch e.Kind {
+		case scheduler.TaskRead:
+			k = "read"
+		case scheduler.TaskH2D:
+			k = "h2d"
+		}
+		groups[k] = append(groups[k], iv{e.Start, e.End})
+	}
+	if hi <= lo {
+		return 0
+	}
+	busiest := scheduler.Time(0)
+	for _, ivs := range groups {
+		sort.Slice(ivs, func(i, j int) bool { return ivs[i].s < ivs[j].s })
+		var total, curS, curE scheduler.Time
+		for i, x := range ivs {
+			if i == 0 || x.s > curE {
+				total += curE - curS
+				curS, curE = x.s, x.e
+			} else {
+				curE = max(curE, x.e)
+			}
+		}
+		total += curE - curS
+		busiest = max(busiest, total)
+	}
+	return float64(busiest) / float64(hi-lo)
+}
+
+// benchFromStorage runs every query from storage on the GPU and the CPU
+// under every policy, rounds interleaved (one warm-up pass first).
+func benchFromStorage(ctx context.Context, dev *gpu.Device, ds *dataset.Dataset, names []string, opts GPUBenchOptions, stderr io.Writer) ([]GPURun, error) {
+	defer TuneGC()()
+	FitHeapLimit(ds)
+	reader, err := OpenSession(ctx, ds, QueryOptions{Log: stderr})
+	if err != nil {
+		return nil, err
+	}
+	defer reader.Close()
+	type key struct{ q, backend, pol string }
+	times := map[key][]float64{}
+	effs := map[key][]float64{}
+	ioBytes := map[key]int64{}
+	var order []key
+	for _, q := range names {
+		for _, b := range []string{"gpu", "cpu"} {
+			for _, pol := range opts.Policies {
+				order = append(order, key{q, b, pol})
+			}
+		}
+	}
+	for round := -1; round < opts.Rounds; round++ {
+		for _, k := range order {
+			qo := QueryOptions{Policy: k.pol, Set: opts.Set, Reader: reader, Log: stderr}
+			if k.backend == "gpu" {
+				qo.GPU, qo.Devices = dev, 1
+			}
+			log := &eventLog{}
+			qo.Trace = log
+			start := time.Now()
+			res, err := Query(ctx, ds, k.q, qo)
+			if err != nil {
+				return nil, err
+			}
+			if round < 0 {
+				continue
+			}
+			times[k] = append(times[k], res.Wall.Seconds())
+			effs[k] = append(effs[k], gpuEfficiency(log.ev))
+			ioBytes[k] = res.IOBytes
+			fmt.Fprintf(stderr, "round %d %s %s %s: %.3f s (wall %.3f)\n", round+1, k.q, k.backend, k.pol, res.Wall.Seconds(), time.Since(start).Seconds())
+		}
+	}
+	var out []GPURun
+	for _, k := range order {
+		out = append(out, GPURun{Query: k.q, Backend: k.backend, Policy: k.pol, Seconds: stats.Median(times[k]),
+			All: times[k], Efficiency: stats.Median(effs[k]), IOBytes: ioBytes[k]})
+	}
+	return out, nil
+}
+
+func writeGPUReport(w io.Writer, rep *GPUBenchReport) {
+	fmt.Fprintf(w, "GPU %s (%d SMs, driver %s) on %s, data %s\n\n", rep.Device, rep.SMs, rep.Driver, rep.Machine, rep.Data)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "copy\tbytes\tGB/s")
+	for _, c := range rep.Copies {
+		fmt.Fprintf(tw, "%s\t%s\t%.1f\n", c.Kind, fmtMiB(c.Bytes), c.GBps)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "query\trows\tinput\tkernels ms\tGB/s\td2d copy GB/s\tratio\tlaunches\tstate = CPU's")
+	for _, r := range rep.Resident {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.1f\t%.1f\t%.2f\t%d\t%v\n", r.Query, r.Rows, fmtMiB(r.InputBytes), r.Seconds*1e3,
+			r.GBps, r.CopyGBps, r.Ratio, r.Launches, r.MatchesCPU)
+	}
+	tw.Flush()
+	fmt.Fprintln(w)
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "query\tbackend\tpolicy\tmedian s\toverlap eff.\tread")
+	for _, r := range rep.Runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%.3f\t%.2f\t%s\n", r.Query, r.Backend, r.Policy, r.Seconds, r.Efficiency, fmtMiB(r.IOBytes))
+	}
+	tw.Flush()
+}

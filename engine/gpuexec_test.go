@@ -1,0 +1,50 @@
+package engine
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"gostachio/engine/gpu"
+	"gostachio/engine/storage/alloc"
+	"gostachio/kernels/cuda"
+)
+
+// TestGPUAnswers runs Q1 and Q6 on the GPU backend (serial and overlap, one
+// and two devices' streams) at SF0.01 and SF1 against the official answers,
+// and checks that a query the GPU path cannot run is refused before it
+// starts, naming the operator. Skipped without a GPU.
+func TestGPUAnswers(t *testing.T) {
+	if _, err := cuda.Load(); err != nil {
+		t.Skip("no CUDA driver: ", err)
+	}
+	dev, err := gpu.Open(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	sfs := []float64{0.01, 1}
+	if testing.Short() {
+		sfs = sfs[:1]
+	}
+	for _, sf := range sfs {
+		ds := testData(t, sf)
+		for _, q := range []string{"q1", "q6"} {
+			for _, c := range []struct {
+				pol     string
+				devices int
+			}{{"serial", 1}, {"overlap", 1}, {"overlap", 2}} {
+				t.Run(q+"/"+c.pol, func(t *testing.T) {
+					checkQuery(t, ds, q, sf, QueryOptions{Policy: c.pol, Devices: c.devices, GPU: dev, Set: "chunk=16MiB"}, alloc.NewHeap())
+				})
+			}
+		}
+		_, err := Query(context.Background(), ds, "q3", QueryOptions{GPU: dev, Devices: 1})
+		if err == nil || !strings.Contains(err.Error(), "on the GPU") || !strings.Contains(err.Error(), "GPU path") {
+			t.Errorf("q3 on the GPU: %v, want a refusal naming the operator", err)
+		}
+	}
+	if dev.Peak() <= 0 {
+		t.Errorf("device memory peak %d after the runs", dev.Peak())
+	}
+}

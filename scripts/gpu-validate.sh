@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# GPU validation (issue 8) on a machine with a GPU and the CUDA toolkit but
+# no Go toolchain. `make gpu-carry` builds, here, what it runs into
+# gpucarry/ (xz-compressed: the gostachio binary and the test binaries of
+# kernels/cuda, engine/gpu and engine); carry that folder to the GPU
+# machine with the working tree and run this script from the repository
+# root there. It writes to $OUT (default out/gpu-validate):
+#   ptx.tgz        kernels/cuda/ptx rebuilt by `make ptx` (check it in)
+#   log.txt        every step's output
+#   gpubench.json  gostachio gpu bench at SF1
+#   torch.json     the PyTorch peer at SF1
+# Every step has a time limit and the script goes on after a failure, so a
+# short lease brings back all it can.
+set -u
+CARRY=$(cd "${CARRY:-gpucarry}" && pwd) || exit 1
+OUT=${OUT:-out/gpu-validate}
+DATA=${DATA:-gpudata/sf1}
+mkdir -p "$OUT" "$PWD/gpudata/tmp" "$(dirname "$DATA")"
+DATA=$(cd "$(dirname "$DATA")" && pwd)/$(basename "$DATA")
+export TMPDIR=$PWD/gpudata/tmp
+LOG=$OUT/log.txt
+step() { echo "== $(date +%T) $*" | tee -a "$LOG"; }
+run() { local limit=$1; shift; timeout "$limit" "$@" >>"$LOG" 2>&1; echo "   exit $?" | tee -a "$LOG"; }
+
+step "machine"
+run 20 nvidia-smi -L
+run 20 nvcc --version
+for f in "$CARRY"/*.xz; do xz -dkf "$f"; done
+chmod +x "$CARRY"/gostachio "$CARRY"/*.test
+
+step "make ptx"
+if command -v make >/dev/null; then
+	run 120 make ptx
+else # the same as the Makefile's ptx target
+	(cd kernels/cuda && rm -f ptx/*.ptx && for f in *.cu; do nvcc -ptx -arch=compute_75 -o "ptx/${f%.cu}.ptx" "$f" || exit 1; done &&
+		sha256sum *.cu *.cuh ptx/*.ptx >ptx/SOURCES.sha256) >>"$LOG" 2>&1
+	echo "   exit $?" | tee -a "$LOG"
+fi
+tar czf "$OUT/ptx.tgz" kernels/cuda/ptx
+export GOSTACHIO_PTX_DIR=$PWD/kernels/cuda/ptx
+
+step "kernel tests (fresh PTX)"
+(cd kernels/cuda && run 120 "$CARRY/cuda.test" -test.v -test.run GPU)
+step "GPU pipeline tests"
+(cd engine/gpu && run 120 "$CARRY/gpu.test" -test.v -test.run GPU)
+
+step "gen SF1"
+[ -f "$DATA/manifest.json" ] || run 240 "$CARRY/gostachio" gen --sf 1 --out "$DATA"
+
+step "Q1 and Q6 on the GPU backend against the official answers (SF0.01, SF1)"
+(cd engine && GOSTACHIO_SF1_DATA=$DATA run 240 "$CARRY/engine.test" -test.v -test.run TestGPUAnswers)
+
+step "gostachio gpu bench"
+timeout 300 "$CARRY/gostachio" gpu bench --data "$DATA" --rounds "${ROUNDS:-5}" --set chunk=16MiB --json \
+	>"$OUT/gpubench.json" 2>>"$LOG"
+echo "   exit $?" | tee -a "$LOG"
+
+step "PyTorch peer"
+PYTHONUNBUFFERED=1 timeout 300 python3 experiments/peers/pytorch/tpch_torch.py --data "$DATA" \
+	--rounds "${ROUNDS:-5}" --answers tpch/answers/sf1 --json >"$OUT/torch.json" 2>>"$LOG"
+echo "   exit $?" | tee -a "$LOG"
+step "done"
