@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"gostachio/dataset"
-	"gostachio/engine/storage"
 	"gostachio/engine/gpu"
+	"gostachio/engine/storage"
 	"gostachio/engine/storage/alloc"
 	"gostachio/kernels/cpu"
 	"gostachio/plan"

@@ -34,11 +34,14 @@ func (d *runData) copyIn(t *scheduler.Task) error {
 		return fmt.Errorf("engine: %w", err)
 	}
 	cols := pl.Ops[0].Out
-	bs, err := decodeUnit(tm, int(t.Chunk), int(t.Chunks), cols, reads)
+	// A GPU unit is uploaded before the read buffers are released, so its
+	// vectors may be views of any buffer (pinned ones upload as DMA).
+	gpuUnit := d.pipes[t.Pipeline].gpu
+	bs, err := decodeUnit(tm, int(t.Chunk), int(t.Chunks), cols, reads, gpuUnit)
 	if err != nil {
 		return fmt.Errorf("engine: %s unit %d of %s: %w", d.plan.Name, t.Unit, table, err)
 	}
-	if d.pipes[t.Pipeline].gpu {
+	if gpuUnit {
 		return d.uploadUnit(t, u, bs)
 	}
 	var n int64
@@ -56,13 +59,20 @@ func (d *runData) copyIn(t *scheduler.Task) error {
 // a Heap buffer (whose memory the GC keeps alive as long as a vector
 // points into it), the vectors are views of the read data: the copy to the
 // "device" costs nothing on the CPU. Otherwise (pooled buffers, recycled
-// after Release) the values are copied out.
-func decodeUnit(tm *dataset.TableMeta, first, n int, cols []string, reads []readPiece) ([]*cpu.Batch, error) {
+// after Release) the values are copied out, unless views is set: the
+// caller is done with the vectors before it releases the buffers.
+func decodeUnit(tm *dataset.TableMeta, first, n int, cols []string, reads []readPiece, views bool) ([]*cpu.Batch, error) {
 	if first < 0 || n <= 0 || first+n > len(tm.Chunks) {
 		return nil, fmt.Errorf("chunks [%d, %d) outside the table's %d", first, first+n, len(tm.Chunks))
 	}
 	zeroCopy := len(reads) > 0
 	for _, r := range reads {
+		if views {
+			break
+		}
+		if views {
+			break
+		}
 		zeroCopy = zeroCopy && r.buf.IsHeap()
 	}
 	idx := make([]int, len(cols))

@@ -12,14 +12,16 @@ import (
 	"time"
 
 	"gostachio/dataset"
-	"gostachio/tpch/schema"
 	"gostachio/engine/gpu"
+	"gostachio/engine/storage"
+	"gostachio/engine/storage/alloc"
 	"gostachio/internal/machine"
 	"gostachio/internal/stats"
 	"gostachio/kernels/cpu"
 	"gostachio/kernels/cuda"
 	"gostachio/plan"
 	"gostachio/scheduler"
+	"gostachio/tpch/schema"
 )
 
 // GPUBenchOptions configure BenchGPU.
@@ -47,7 +49,10 @@ type CopyRate struct {
 // ResidentRate is a query's scan pipeline over its columns already in
 // device memory: kernel time alone, against the device-to-device copy.
 type ResidentRate struct {
-	Query      string  `json:"query"`
+	Query string `json:"query"`
+	// Path: "fused" (one row-program kernel) or "operators" (a kernel per
+	// predicate, arithmetic step and aggregate).
+	Path       string  `json:"path"`
 	Rows       int     `json:"rows"`
 	InputBytes int64   `json:"input_bytes"`
 	Seconds    float64 `json:"seconds"`
@@ -128,13 +133,15 @@ func BenchGPU(ctx context.Context, opts GPUBenchOptions, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "copy %-13s %9s  %7.1f GB/s\n", c.Kind, fmtMiB(c.Bytes), c.GBps)
 	}
 	for _, q := range names {
-		r, err := benchResident(ctx, dev, s, ds, q, opts.Rounds)
+		rs, err := benchResident(ctx, dev, s, ds, q, opts.Rounds)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "%s resident: %.1f GB/s, d2d copy %.1f GB/s: %.2fx, state matches the CPU's: %v\n",
-			q, r.GBps, r.CopyGBps, r.Ratio, r.MatchesCPU)
-		rep.Resident = append(rep.Resident, r)
+		for _, r := range rs {
+			fmt.Fprintf(stderr, "%s resident (%s): %.1f GB/s, d2d copy %.1f GB/s: %.2fx, %d launches, state matches the CPU's: %v\n",
+				q, r.Path, r.GBps, r.CopyGBps, r.Ratio, r.Launches, r.MatchesCPU)
+		}
+		rep.Resident = append(rep.Resident, rs...)
 	}
 	if rep.Runs, err = benchFromStorage(ctx, dev, ds, names, opts, stderr); err != nil {
 		return err
@@ -273,12 +280,13 @@ func ChunkBatch(sb *schema.Batch) *cpu.Batch {
 }
 
 // benchResident uploads the whole scanned table's columns of q's GPU scan
-// pipeline and times the pipeline's kernels over them.
-func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dataset.Dataset, q string, rounds int) (ResidentRate, error) {
-	r := ResidentRate{Query: q}
+// pipeline and times the pipeline over them on both paths (fused and
+// operator at a time), each against a device-to-device copy of as many
+// bytes timed right after it.
+func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dataset.Dataset, q string, rounds int) ([]ResidentRate, error) {
 	p, err := BuildQuery(ds, q)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	var pl *plan.Pipeline
 	for i := range p.Pipelines {
@@ -288,70 +296,78 @@ func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dat
 		}
 	}
 	if pl == nil {
-		return r, fmt.Errorf("engine: gpu bench: %s has no scan pipeline", q)
+		return nil, fmt.Errorf("engine: gpu bench: %s has no scan pipeline", q)
 	}
 	if err := gpu.Supported(pl.Ops); err != nil {
-		return r, fmt.Errorf("engine: gpu bench: %s: %w", q, err)
+		return nil, fmt.Errorf("engine: gpu bench: %s: %w", q, err)
 	}
 	table := p.Tables[pl.Source.Table].Name
 	tm, err := ds.Table(table)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	cols := pl.Ops[0].Out
 	var parts []*cpu.Batch
 	for i := range tm.Chunks {
 		if err := ctx.Err(); err != nil {
-			return r, err
+			return nil, err
 		}
 		sb, err := ds.ReadChunk(table, i, cols)
 		if err != nil {
-			return r, err
+			return nil, err
 		}
 		parts = append(parts, ChunkBatch(sb))
 	}
 	g, err := dev.Upload(s, parts)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	defer g.Free()
-	r.Rows, r.InputBytes = g.Rows, g.Bytes
-	var state *cpu.Batch
-	var st gpu.Stats
-	sec, err := timeOnStream(dev.Context(), s, rounds, func() error {
-		var err error
-		state, st, err = dev.Partial(s, g, pl.Ops)
-		return err
-	})
+	want, err := cpuState(parts, pl.Ops)
 	if err != nil {
-		return r, fmt.Errorf("engine: gpu bench: %s: %w", q, err)
+		return nil, err
 	}
-	r.Seconds, r.Launches = sec, st.Launches
-	r.GBps = float64(r.InputBytes) / sec / 1e9
-	// A device-to-device copy of as many bytes, buffer to buffer.
-	n := int(r.InputBytes)
+	n := int(g.Bytes)
 	src, err := dev.Alloc(n)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	defer dev.Release(src, n)
 	dst, err := dev.Alloc(n)
 	if err != nil {
-		return r, err
+		return nil, err
 	}
 	defer dev.Release(dst, n)
-	copySec, err := timeOnStream(dev.Context(), s, rounds, func() error { return s.CopyDtoD(dst, src, n) })
-	if err != nil {
-		return r, err
+	defer dev.SetFused(true)
+	var out []ResidentRate
+	for _, fused := range []bool{true, false} {
+		dev.SetFused(fused)
+		r := ResidentRate{Query: q, Path: "operators", Rows: g.Rows, InputBytes: g.Bytes}
+		var state *cpu.Batch
+		var st gpu.Stats
+		sec, err := timeOnStream(dev.Context(), s, rounds, func() error {
+			var err error
+			state, st, err = dev.Partial(s, g, pl.Ops)
+			return err
+		})
+		if err != nil {
+			return nil, fmt.Errorf("engine: gpu bench: %s: %w", q, err)
+		}
+		if st.Fused {
+			r.Path = "fused"
+		}
+		r.Seconds, r.Launches = sec, st.Launches
+		r.GBps = float64(r.InputBytes) / sec / 1e9
+		copySec, err := timeOnStream(dev.Context(), s, rounds, func() error { return s.CopyDtoD(dst, src, n) })
+		if err != nil {
+			return nil, err
+		}
+		r.CopyGBps = float64(r.InputBytes) / copySec / 1e9
+		r.Ratio = r.GBps / r.CopyGBps
+		r.MatchesCPU = sameState(state, want)
+		out = append(out, r)
 	}
-	r.CopyGBps = float64(r.InputBytes) / copySec / 1e9
-	r.Ratio = r.GBps / r.CopyGBps
-	want, err := cpuState(parts, pl.Ops)
-	if err != nil {
-		return r, err
-	}
-	r.MatchesCPU = sameState(state, want)
-	return r, nil
+	return out, nil
 }
 
 // cpuState is the CPU engine's partial state of ops over all parts.
@@ -461,11 +477,22 @@ func gpuEfficiency(ev []scheduler.Event) float64 {
 func benchFromStorage(ctx context.Context, dev *gpu.Device, ds *dataset.Dataset, names []string, opts GPUBenchOptions, stderr io.Writer) ([]GPURun, error) {
 	defer TuneGC()()
 	FitHeapLimit(ds)
-	reader, err := OpenSession(ctx, ds, QueryOptions{Log: stderr})
+	// The GPU runs read into pinned memory; the CPU runs into Go heap
+	// buffers (which they decode in place).
+	pool, unpin, err := dev.PinnedPool(DefaultMem / 4)
 	if err != nil {
 		return nil, err
 	}
-	defer reader.Close()
+	defer unpin()
+	readers := map[string]*storage.Reader{}
+	for backend, a := range map[string]alloc.Allocator{"gpu": pool, "cpu": nil} {
+		r, err := OpenSession(ctx, ds, QueryOptions{Log: stderr, Allocator: a})
+		if err != nil {
+			return nil, err
+		}
+		defer r.Close()
+		readers[backend] = r
+	}
 	type key struct{ q, backend, pol string }
 	times := map[key][]float64{}
 	effs := map[key][]float64{}
@@ -480,7 +507,7 @@ func benchFromStorage(ctx context.Context, dev *gpu.Device, ds *dataset.Dataset,
 	}
 	for round := -1; round < opts.Rounds; round++ {
 		for _, k := range order {
-			qo := QueryOptions{Policy: k.pol, Set: opts.Set, Reader: reader, Log: stderr}
+			qo := QueryOptions{Policy: k.pol, Set: opts.Set, Reader: readers[k.backend], Log: stderr}
 			if k.backend == "gpu" {
 				qo.GPU, qo.Devices = dev, 1
 			}
@@ -518,9 +545,9 @@ func writeGPUReport(w io.Writer, rep *GPUBenchReport) {
 	tw.Flush()
 	fmt.Fprintln(w)
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "query\trows\tinput\tkernels ms\tGB/s\td2d copy GB/s\tratio\tlaunches\tstate = CPU's")
+	fmt.Fprintln(tw, "query\tpath\trows\tinput\tkernels ms\tGB/s\td2d copy GB/s\tratio\tlaunches\tstate = CPU's")
 	for _, r := range rep.Resident {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%.3f\t%.1f\t%.1f\t%.2f\t%d\t%v\n", r.Query, r.Rows, fmtMiB(r.InputBytes), r.Seconds*1e3,
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%.3f\t%.1f\t%.1f\t%.2f\t%d\t%v\n", r.Query, r.Path, r.Rows, fmtMiB(r.InputBytes), r.Seconds*1e3,
 			r.GBps, r.CopyGBps, r.Ratio, r.Launches, r.MatchesCPU)
 	}
 	tw.Flush()

@@ -39,7 +39,21 @@ func TestGPUAnswers(t *testing.T) {
 				})
 			}
 		}
-		_, err := Query(context.Background(), ds, "q3", QueryOptions{GPU: dev, Devices: 1})
+		// Reads into pinned buffers (pooled: the vectors are views only
+		// until the upload).
+		pool, unpin, err := dev.PinnedPool(256 << 20)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"q1", "q6"} {
+			t.Run(q+"/pinned", func(t *testing.T) {
+				checkQuery(t, ds, q, sf, QueryOptions{Policy: "overlap", Devices: 2, GPU: dev, Set: "chunk=16MiB"}, pool)
+			})
+		}
+		if err := unpin(); err != nil {
+			t.Error(err)
+		}
+		_, err = Query(context.Background(), ds, "q3", QueryOptions{GPU: dev, Devices: 1})
 		if err == nil || !strings.Contains(err.Error(), "on the GPU") || !strings.Contains(err.Error(), "GPU path") {
 			t.Errorf("q3 on the GPU: %v, want a refusal naming the operator", err)
 		}

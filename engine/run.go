@@ -87,6 +87,16 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 		opts.GPU = dev
 		fmt.Fprintf(stderr, "GPU %d: %s (%d SMs), device memory budget %s\n", opts.GPUOrdinal, dev.Info().Name,
 			dev.Info().SMs, units.FormatBytes(dev.Budget()))
+		if opts.Allocator == nil && opts.Reader == nil {
+			// Reads land in pinned memory; released after the reader
+			// (deferred below, so it runs first).
+			pool, unpin, err := dev.PinnedPool(opts.Mem / 4)
+			if err != nil {
+				return fmt.Errorf("engine: --gpu %d: %w", opts.GPUOrdinal, err)
+			}
+			defer unpin()
+			opts.Allocator = pool
+		}
 	}
 	if opts.Reader == nil {
 		r, err := OpenSession(ctx, ds, opts.QueryOptions)

@@ -50,6 +50,9 @@ step "gen SF1"
 step "Q1 and Q6 on the GPU backend against the official answers (SF0.01, SF1)"
 (cd engine && GOSTACHIO_SF1_DATA=$DATA run 240 "$CARRY/engine.test" -test.v -test.run TestGPUAnswers)
 
+step "gostachio query --gpu (the CLI: reads into pinned buffers)"
+run 60 "$CARRY/gostachio" query --data "$DATA" --query q1,q6 --gpu 0 --policy overlap --set chunk=16MiB
+
 step "gostachio gpu bench"
 timeout 300 "$CARRY/gostachio" gpu bench --data "$DATA" --rounds "${ROUNDS:-5}" --set chunk=16MiB --json \
 	>"$OUT/gpubench.json" 2>>"$LOG"

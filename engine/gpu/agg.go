@@ -1,6 +1,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"math/bits"
@@ -16,6 +17,8 @@ type Stats struct {
 	Selected int // rows that passed the filters
 	Groups   int // groups of the state
 	Launches int // kernels launched
+	// Fused: the pipeline ran as one row program (fused.go).
+	Fused bool
 }
 
 // Partial runs ops (a scan pipeline's streaming ops and partial aggregate,
@@ -34,7 +37,7 @@ type Stats struct {
 // largest |value| x rows could exceed int64 is an error.
 func (d *Device) Partial(s *cuda.Stream, in *Batch, ops []plan.Op) (*cpu.Batch, Stats, error) {
 	st := Stats{Rows: in.Rows}
-	r := &run{d: d, s: s, n: in.Rows, cols: map[string]Col{}, arena: arena{d: d}}
+	r := &run{d: d, s: s, batch: in, n: in.Rows, cols: map[string]Col{}, arena: arena{d: d}}
 	defer func() {
 		s.Synchronize()
 		r.arena.release()
@@ -45,6 +48,15 @@ func (d *Device) Partial(s *cuda.Stream, in *Batch, ops []plan.Op) (*cpu.Batch, 
 	var err error
 	if r.ovf, err = r.scratch(1, 4); err != nil {
 		return nil, st, err
+	}
+	if !d.operatorAtATime.Load() {
+		out, err := r.tryFused(ops, &st)
+		if !errors.Is(err, errNotFused) {
+			if err != nil {
+				return nil, st, fmt.Errorf("fused pipeline: %w", err)
+			}
+			return out, st, nil
+		}
 	}
 	var flags cuda.DevicePtr
 	for i := range ops {

@@ -20,6 +20,7 @@ import (
 	"fmt"
 	"math/bits"
 	"sync"
+	"sync/atomic"
 
 	"gostachio/kernels/cuda"
 )
@@ -43,7 +44,16 @@ type Device struct {
 	budget int64
 	peak   int64
 	closed bool
+
+	// operatorAtATime turns the fused path off (SetFused).
+	operatorAtATime atomic.Bool
 }
+
+// SetFused turns the fused path (one row-program kernel per pipeline,
+// fused.go) on (the default) or off: off, every pipeline runs operator at
+// a time, a kernel per predicate, arithmetic step and aggregate (for A/B
+// runs and tests of both paths).
+func (d *Device) SetFused(on bool) { d.operatorAtATime.Store(!on) }
 
 // Open loads the CUDA driver, retains device ordinal's primary context and
 // loads the kernel modules (the embedded PTX, or cuda.PTXDirEnv's). budget

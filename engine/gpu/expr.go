@@ -13,6 +13,7 @@ import (
 type run struct {
 	d     *Device
 	s     *cuda.Stream
+	batch *Batch
 	n     int
 	cols  map[string]Col
 	arena arena
@@ -53,7 +54,7 @@ type value struct {
 	scale int8
 }
 
-func (v value) integer() bool { return v.typ == cpu.TInt64 || v.typ == cpu.TInt32 || v.typ == cpu.TDecimal }
+func (v value) integer() bool { return integerType(v.typ) }
 
 func litValue(l plan.Lit) (value, error) {
 	switch l.Kind {

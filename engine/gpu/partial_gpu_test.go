@@ -49,7 +49,7 @@ func randomBatch(n, distinct int, seed uint64) *cpu.Batch {
 		disc[i] = int64(rng.IntN(11))
 		flagStr = append(flagStr, "ANR"[rng.IntN(3)])
 		flagOff = append(flagOff, int32(len(flagStr)))
-		tagStr = append(tagStr, tags[rng.IntN(len(tags))]...)
+		tagStr = append(tagStr, tags[rng.IntN(min(len(tags), distinct))]...)
 		tagOff = append(tagOff, int32(len(tagStr)))
 	}
 	b.Cols = []cpu.Vec{
@@ -151,52 +151,62 @@ func TestGPUPartialMatchesCPU(t *testing.T) {
 		distinct int
 		keys     []string
 		filter   bool
+		fused    bool // the fused path takes it (at most 8 groups)
 	}{
-		{"flag-tag few", 50, []string{"flag", "tag"}, true},
-		{"flag only unfiltered", 50, []string{"flag"}, false},
-		{"k smem", 3000, []string{"k"}, true},
-		{"k and flag global", 40000, []string{"k", "flag"}, true},
-		{"scalar filtered", 10, nil, true},
-		{"scalar", 10, nil, false},
+		{"flag-tag smem", 50, []string{"flag", "tag"}, true, false},
+		{"flag only unfiltered", 50, []string{"flag"}, false, true},
+		{"flag-tag few", 1, []string{"flag", "tag"}, true, true},
+		{"k smem", 3000, []string{"k"}, true, false},
+		{"k few", 5, []string{"k"}, true, true},
+		{"k and flag global", 40000, []string{"k", "flag"}, true, false},
+		{"scalar filtered", 10, nil, true, true},
+		{"scalar", 10, nil, false, true},
 	} {
-		t.Run(c.name, func(t *testing.T) {
-			b := randomBatch(300_007, c.distinct, uint64(c.distinct))
-			ops := []plan.Op{{Kind: plan.OpScan}}
-			if c.filter {
-				ops = append(ops, filter)
-			}
-			if len(c.keys) == 0 || c.keys[0] != "flag" || len(c.keys) == 1 {
-				ops = append(ops, proj)
-			}
-			ops = append(ops, plan.Op{Kind: plan.OpAggPartial, Keys: c.keys, Expr: aggs}, plan.Op{Kind: plan.OpGather})
-			if err := Supported(ops); err != nil {
-				t.Fatal(err)
-			}
-			want := rowsOf(cpuPartial(t, b, ops))
-			// Two chunks: the upload concatenates them.
-			half := b.Rows / 3
-			parts := []*cpu.Batch{slice(b, 0, half), slice(b, half, b.Rows)}
-			g, err := d.Upload(s, parts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer g.Free()
-			got, st, err := d.Partial(s, g, ops)
-			if err != nil {
-				t.Fatal(err)
-			}
-			gotRows := rowsOf(got)
-			if len(gotRows) != len(want) {
-				t.Fatalf("%d groups, want %d", len(gotRows), len(want))
-			}
-			for i := range want {
-				if gotRows[i] != want[i] {
-					t.Fatalf("group %d:\n got %s\nwant %s", i, gotRows[i], want[i])
+		for _, fused := range []bool{true, false} {
+			d.SetFused(fused)
+			t.Run(fmt.Sprintf("%s/fused=%v", c.name, fused), func(t *testing.T) {
+				b := randomBatch(300_007, c.distinct, uint64(c.distinct))
+				ops := []plan.Op{{Kind: plan.OpScan}}
+				if c.filter {
+					ops = append(ops, filter)
 				}
-			}
-			t.Logf("%d rows, %d selected, %d groups, %d launches", st.Rows, st.Selected, st.Groups, st.Launches)
-		})
+				if len(c.keys) == 0 || c.keys[0] != "flag" || len(c.keys) == 1 {
+					ops = append(ops, proj)
+				}
+				ops = append(ops, plan.Op{Kind: plan.OpAggPartial, Keys: c.keys, Expr: aggs}, plan.Op{Kind: plan.OpGather})
+				if err := Supported(ops); err != nil {
+					t.Fatal(err)
+				}
+				want := rowsOf(cpuPartial(t, b, ops))
+				// Two chunks: the upload concatenates them.
+				half := b.Rows / 3
+				parts := []*cpu.Batch{slice(b, 0, half), slice(b, half, b.Rows)}
+				g, err := d.Upload(s, parts)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer g.Free()
+				got, st, err := d.Partial(s, g, ops)
+				if err != nil {
+					t.Fatal(err)
+				}
+				gotRows := rowsOf(got)
+				if len(gotRows) != len(want) {
+					t.Fatalf("%d groups, want %d", len(gotRows), len(want))
+				}
+				for i := range want {
+					if gotRows[i] != want[i] {
+						t.Fatalf("group %d:\n got %s\nwant %s", i, gotRows[i], want[i])
+					}
+				}
+				if st.Fused != (fused && c.fused) {
+					t.Errorf("fused path taken: %v, want %v", st.Fused, fused && c.fused)
+				}
+				t.Logf("%d rows, %d selected, %d groups, %d launches, fused %v", st.Rows, st.Selected, st.Groups, st.Launches, st.Fused)
+			})
+		}
 	}
+	d.SetFused(true)
 	if p := d.Peak(); p <= 0 {
 		t.Errorf("peak device memory %d", p)
 	}

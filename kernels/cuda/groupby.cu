@@ -33,6 +33,17 @@ extern "C" __global__ void gb_insert(const long long *keys, int n, long long *tk
 				atomicExch(failed, 1);
 				break;
 			}
+			// A plain read first: with few distinct keys every row finds
+			// its key already there, and a compare-and-swap per row on the
+			// same few words serializes the whole grid (TPC-H Q1: 13 GB/s).
+			long long seen = tkeys[s];
+			if (seen == k) {
+				break;
+			}
+			if (seen != GS_EMPTY_KEY) {
+				s = (s + 1) & mask;
+				continue;
+			}
 			long long prev = (long long)atomicCAS((unsigned long long *)&tkeys[s], (unsigned long long)GS_EMPTY_KEY,
 			                                      (unsigned long long)k);
 			if (prev == GS_EMPTY_KEY || prev == k) {
