@@ -50,8 +50,10 @@ type CopyRate struct {
 // device memory: kernel time alone, against the device-to-device copy.
 type ResidentRate struct {
 	Query string `json:"query"`
-	// Path: "fused" (one row-program kernel) or "operators" (a kernel per
-	// predicate, arithmetic step and aggregate).
+	// Path: "fused, compiled" (one kernel generated for the pipeline and
+	// compiled by NVRTC), "fused, interpreted" (one kernel interpreting
+	// the pipeline's row program) or "operators" (a kernel per predicate,
+	// arithmetic step and aggregate).
 	Path       string  `json:"path"`
 	Rows       int     `json:"rows"`
 	InputBytes int64   `json:"input_bytes"`
@@ -85,6 +87,7 @@ type GPUBenchReport struct {
 	Device   string         `json:"device"`
 	SMs      int            `json:"sms"`
 	Driver   string         `json:"driver"`
+	JIT      string         `json:"jit"`
 	Machine  string         `json:"machine"`
 	Data     string         `json:"data"`
 	Copies   []CopyRate     `json:"copies"`
@@ -120,7 +123,8 @@ func BenchGPU(ctx context.Context, opts GPUBenchOptions, stdout, stderr io.Write
 	info := dev.Info()
 	rep := GPUBenchReport{Device: info.Name, SMs: info.SMs, Driver: cuda.VersionString(dev.Context().Driver().Version()),
 		Machine: machine.Name(), Data: ds.Dir}
-	fmt.Fprintf(stderr, "GPU %d: %s, %d SMs, driver %s\n", opts.Ordinal, info.Name, info.SMs, rep.Driver)
+	rep.JIT = dev.JIT()
+	fmt.Fprintf(stderr, "GPU %d: %s, %d SMs, driver %s, pipelines %s\n", opts.Ordinal, info.Name, info.SMs, rep.Driver, rep.JIT)
 	s, err := dev.Context().NewStream(cuda.StreamNonBlocking)
 	if err != nil {
 		return err
@@ -339,9 +343,11 @@ func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dat
 	}
 	defer dev.Release(dst, n)
 	defer dev.SetFused(true)
+	defer dev.SetJIT(true)
 	var out []ResidentRate
-	for _, fused := range []bool{true, false} {
-		dev.SetFused(fused)
+	for _, mode := range []string{"compiled", "interpreted", "operators"} {
+		dev.SetFused(mode != "operators")
+		dev.SetJIT(mode == "compiled")
 		r := ResidentRate{Query: q, Path: "operators", Rows: g.Rows, InputBytes: g.Bytes}
 		var state *cpu.Batch
 		var st gpu.Stats
@@ -353,8 +359,11 @@ func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dat
 		if err != nil {
 			return nil, fmt.Errorf("engine: gpu bench: %s: %w", q, err)
 		}
-		if st.Fused {
-			r.Path = "fused"
+		switch {
+		case st.Fused && st.Compiled:
+			r.Path = "fused, compiled"
+		case st.Fused:
+			r.Path = "fused, interpreted"
 		}
 		r.Seconds, r.Launches = sec, st.Launches
 		r.GBps = float64(r.InputBytes) / sec / 1e9
@@ -536,7 +545,7 @@ func benchFromStorage(ctx context.Context, dev *gpu.Device, ds *dataset.Dataset,
 }
 
 func writeGPUReport(w io.Writer, rep *GPUBenchReport) {
-	fmt.Fprintf(w, "GPU %s (%d SMs, driver %s) on %s, data %s\n\n", rep.Device, rep.SMs, rep.Driver, rep.Machine, rep.Data)
+	fmt.Fprintf(w, "GPU %s (%d SMs, driver %s) on %s, data %s\npipelines: %s\n\n", rep.Device, rep.SMs, rep.Driver, rep.Machine, rep.Data, rep.JIT)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "copy\tbytes\tGB/s")
 	for _, c := range rep.Copies {

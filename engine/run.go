@@ -85,8 +85,8 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 		}
 		defer dev.Close()
 		opts.GPU = dev
-		fmt.Fprintf(stderr, "GPU %d: %s (%d SMs), device memory budget %s\n", opts.GPUOrdinal, dev.Info().Name,
-			dev.Info().SMs, units.FormatBytes(dev.Budget()))
+		fmt.Fprintf(stderr, "GPU %d: %s (%d SMs), device memory budget %s, pipelines %s\n", opts.GPUOrdinal, dev.Info().Name,
+			dev.Info().SMs, units.FormatBytes(dev.Budget()), dev.JIT())
 		if opts.Allocator == nil && opts.Reader == nil {
 			// Reads land in pinned memory; released after the reader
 			// (deferred below, so it runs first).

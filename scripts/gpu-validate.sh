@@ -25,6 +25,9 @@ run() { local limit=$1; shift; timeout "$limit" "$@" >>"$LOG" 2>&1; echo "   exi
 step "machine"
 run 20 nvidia-smi -L
 run 20 nvcc --version
+# NVRTC (the pipelines compiled at run time) and its builtins library.
+export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+(ldconfig -p | grep -i nvrtc; ls /usr/local/cuda/lib64 2>/dev/null | grep -i nvrtc) >>"$LOG" 2>&1
 for f in "$CARRY"/*.xz; do xz -dkf "$f"; done
 chmod +x "$CARRY"/gostachio "$CARRY"/*.test
 

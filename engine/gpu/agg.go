@@ -17,8 +17,9 @@ type Stats struct {
 	Selected int // rows that passed the filters
 	Groups   int // groups of the state
 	Launches int // kernels launched
-	// Fused: the pipeline ran as one row program (fused.go).
-	Fused bool
+	// Fused: the pipeline ran as one row program (fused.go); Compiled:
+	// compiled by NVRTC (jit.go), not interpreted.
+	Fused, Compiled bool
 }
 
 // Partial runs ops (a scan pipeline's streaming ops and partial aggregate,

@@ -45,8 +45,11 @@ type Device struct {
 	peak   int64
 	closed bool
 
-	// operatorAtATime turns the fused path off (SetFused).
+	// operatorAtATime turns the fused path off (SetFused); noJIT its
+	// compiled form (SetJIT).
 	operatorAtATime atomic.Bool
+	noJIT           atomic.Bool
+	jit             jitCache
 }
 
 // SetFused turns the fused path (one row-program kernel per pipeline,
@@ -125,6 +128,11 @@ func (d *Device) Close() error {
 			first = err
 		}
 	}
+	d.jit.mu.Lock()
+	for _, m := range d.jit.mods {
+		m.Unload()
+	}
+	d.jit.mu.Unlock()
 	if err := d.ctx.Release(); err != nil && first == nil {
 		first = err
 	}
@@ -246,6 +254,11 @@ func (d *Device) launch(s *cuda.Stream, mod, name string, n, shared int, args ..
 	if err != nil {
 		return err
 	}
+	return d.launchFn(s, f, n, shared, args...)
+}
+
+// launchFn is launch for a resolved function.
+func (d *Device) launchFn(s *cuda.Stream, f *cuda.Function, n, shared int, args ...any) error {
 	blocks := (n + blockThreads - 1) / blockThreads
 	if limit := 8 * max(d.info.SMs, 1); blocks > limit {
 		blocks = limit

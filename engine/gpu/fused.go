@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+	"strings"
 	"unsafe"
 
 	"gostachio/kernels/cpu"
@@ -136,16 +137,26 @@ func (p *program) value(e plan.Expr) (preg, error) {
 		}
 		return preg{lit: true, i: v.i, typ: v.typ, scale: v.scale}, nil
 	case plan.Col:
-		key := "col:" + string(e)
-		if m, ok := p.memo[key]; ok {
-			return m, nil
-		}
+		// A projected name: its expression is over the scan's columns
+		// (substitute composed the projections), compiled without the
+		// names of the projections.
 		if alias, ok := p.env[string(e)]; ok {
+			key := "env:" + string(e)
+			if m, ok := p.memo[key]; ok {
+				return m, nil
+			}
+			env := p.env
+			p.env = nil
 			v, err := p.value(alias)
+			p.env = env
 			if err == nil {
 				p.memo[key] = v
 			}
 			return v, err
+		}
+		key := "col:" + string(e)
+		if m, ok := p.memo[key]; ok {
+			return m, nil
 		}
 		k, c, err := p.column(string(e))
 		if err != nil {
@@ -171,7 +182,12 @@ func (p *program) value(e plan.Expr) (preg, error) {
 		if len(e.Args) != 2 || (e.Fn != plan.FnAdd && e.Fn != plan.FnSub && e.Fn != plan.FnMul) {
 			return preg{}, notFused("%s", e)
 		}
-		key := e.String()
+		// Keyed by text and by what names mean: the scan's columns (raw)
+		// or the current projections (env, forgotten at the next one).
+		key := "env:" + e.String()
+		if p.env == nil {
+			key = "raw:" + e.String()
+		}
 		if m, ok := p.memo[key]; ok {
 			return m, nil
 		}
@@ -390,10 +406,30 @@ type fusedAgg struct {
 	arg       preg
 }
 
+// fusedPlan is a pipeline compiled for the fused path.
+type fusedPlan struct {
+	p      *program
+	filter int // register of the filter (-1: none)
+	key    int // register of the packed group key (-1: no keys)
+	keys   []keyCode
+	aggs   plan.Aggs
+	slots  []fusedAgg // per aggregate, then the rows per group
+}
+
 // tryFused runs ops on the fused path, or returns errNotFused (having
 // launched nothing, or only the key pass when it found too many groups).
 func (r *run) tryFused(ops []plan.Op, st *Stats) (*cpu.Batch, error) {
-	p := &program{in: r.batch, colIx: map[string]int{}, memo: map[string]preg{}, env: map[string]plan.Expr{}}
+	fp, err := compileFused(r.batch, ops)
+	if err != nil {
+		return nil, err
+	}
+	return r.runFused(fp, st)
+}
+
+// compileFused compiles ops over the columns of in (their types; no data
+// is read) for the fused path, or returns errNotFused.
+func compileFused(in *Batch, ops []plan.Op) (*fusedPlan, error) {
+	p := &program{in: in, colIx: map[string]int{}, memo: map[string]preg{}, env: map[string]plan.Expr{}}
 	filter := -1
 	var agg *plan.Op
 	for i := range ops {
@@ -419,10 +455,14 @@ func (r *run) tryFused(ops []plan.Op, st *Stats) (*cpu.Batch, error) {
 			for _, ne := range op.Expr.(plan.Projection) {
 				next[ne.Name] = substitute(ne.E, p.env)
 			}
-			// The filter's register stays valid; names now mean the
-			// projections, so the memo of names goes.
+			// Registers stay valid (the scan's columns do not change);
+			// names now mean the new projections.
 			p.env = next
-			p.memo = map[string]preg{}
+			for k := range p.memo {
+				if strings.HasPrefix(k, "env:") {
+					delete(p.memo, k)
+				}
+			}
 		case plan.OpAggPartial:
 			agg = op
 		default:
@@ -476,7 +516,7 @@ func (r *run) tryFused(ops []plan.Op, st *Stats) (*cpu.Batch, error) {
 	if len(slots) > plAggs {
 		return nil, notFused("%d aggregates", len(slots))
 	}
-	return r.runFused(p, filter, key, keys, aggs, slots, st)
+	return &fusedPlan{p: p, filter: filter, key: key, keys: keys, aggs: aggs, slots: slots}, nil
 }
 
 // substitute replaces column references by the projections they name.
@@ -511,7 +551,10 @@ func (p *program) groupKey(names []string) (int, []keyCode, error) {
 	if len(names) == 1 {
 		if c, ok := exprs[0].(plan.Col); ok {
 			if col, ok := p.in.col(string(c)); ok && col.Type != cpu.TString {
+				env := p.env
+				p.env = nil
 				v, err := p.value(c)
+				p.env = env
 				if err != nil {
 					return 0, nil, err
 				}
@@ -574,8 +617,10 @@ func uploadScratch[T any](r *run, vals []T) (cuda.DevicePtr, error) {
 	return p, r.s.CopyHtoD(p, bytesOf(vals))
 }
 
-func (r *run) runFused(p *program, filter, key int, keys []keyCode, aggs plan.Aggs, slots []fusedAgg, st *Stats) (*cpu.Batch, error) {
+func (r *run) runFused(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
+	p, filter, key, slots := fp.p, fp.filter, fp.key, fp.slots
 	n := int32(r.n)
+	jit := r.d.jitOn()
 	colPtrs := make([]uint64, len(p.cols))
 	offPtrs := make([]uint64, len(p.cols))
 	for i, c := range p.cols {
@@ -615,7 +660,12 @@ func (r *run) runFused(p *program, filter, key int, keys []keyCode, aggs plan.Ag
 		if err := r.launchN("join", "key_fill_empty", plSlots, dT, int32(plSlots)); err != nil {
 			return nil, err
 		}
-		if err := r.launch("pipeline", "rowprog_mark", 0, append(common, dT, dFailed, r.ovf)...); err != nil {
+		if jit {
+			err = r.launchJIT(fp.jitSource(1), "jit_mark", 0, dCols, dOffs, n, dT, dFailed)
+		} else {
+			err = r.launch("pipeline", "rowprog_mark", 0, append(common, dT, dFailed, r.ovf)...)
+		}
+		if err != nil {
 			return nil, err
 		}
 		var failed [1]int32
@@ -640,6 +690,7 @@ func (r *run) runFused(p *program, filter, key int, keys []keyCode, aggs plan.Ag
 			return nil, notFused("more than %d groups", fusedGroups)
 		}
 		if ngroups == 0 {
+			st.Fused, st.Compiled = true, jit
 			return nil, r.checkOverflow()
 		}
 	}
@@ -681,8 +732,13 @@ func (r *run) runFused(p *program, filter, key int, keys []keyCode, aggs plan.Ag
 	if err != nil {
 		return nil, err
 	}
-	args := append(common, dTkeys, dTgid, int32(ngroups), int32(nagg), dKinds, dRegs, dOut, dAbs, r.ovf)
-	if err := r.launch("pipeline", "rowprog_agg", 8*ngroups*nagg, args...); err != nil {
+	if jit {
+		err = r.launchJIT(fp.jitSource(ngroups), "jit_agg", 0, dCols, dOffs, n, dTkeys, dTgid, dOut, dAbs, r.ovf)
+	} else {
+		args := append(common, dTkeys, dTgid, int32(ngroups), int32(nagg), dKinds, dRegs, dOut, dAbs, r.ovf)
+		err = r.launch("pipeline", "rowprog_agg", 8*ngroups*nagg, args...)
+	}
+	if err != nil {
 		return nil, err
 	}
 	out := make([]int64, ngroups*nagg)
@@ -696,7 +752,24 @@ func (r *run) runFused(p *program, filter, key int, keys []keyCode, aggs plan.Ag
 	if err := r.checkOverflow(); err != nil {
 		return nil, err
 	}
-	// State: groups with rows, in group-id order.
+	packed := make([]int64, ngroups)
+	for s, k := range tkeys {
+		if tgid[s] >= 0 {
+			packed[tgid[s]] = k
+		}
+	}
+	res, selected, groups, err := fp.state(packed, out, abs, ngroups)
+	st.Selected, st.Groups, st.Launches, st.Fused, st.Compiled = selected, groups, r.launches, true, jit
+	return res, err
+}
+
+// state assembles the partial state (cpu.Aggregator's layout) from the
+// fused kernels' results: packed[g] is group g's key, out[g*nagg+a] its
+// aggregate a (the last: its rows), abs[a] the largest |value| sum a saw.
+// Groups without rows are left out; a state with no rows is nil.
+func (fp *fusedPlan) state(packed, out []int64, abs []uint64, ngroups int) (*cpu.Batch, int, int, error) {
+	slots, aggs := fp.slots, fp.aggs
+	nagg := len(slots)
 	countAt := nagg - 1
 	var keep []int
 	var total uint64
@@ -706,29 +779,22 @@ func (r *run) runFused(p *program, filter, key int, keys []keyCode, aggs plan.Ag
 			total += uint64(c)
 		}
 	}
-	st.Selected, st.Groups, st.Launches, st.Fused = int(total), len(keep), r.launches, true
 	for a, s := range slots {
 		if s.kind == plSum && s.reg >= 0 {
 			if hi, lo := bits.Mul64(abs[a], total); hi != 0 || lo > math.MaxInt64 {
-				return nil, fmt.Errorf("sum of %d values of magnitude up to %d may overflow int64", total, abs[a])
+				return nil, int(total), len(keep), fmt.Errorf("sum of %d values of magnitude up to %d may overflow int64", total, abs[a])
 			}
 		}
 	}
 	if len(keep) == 0 {
-		return nil, nil
+		return nil, 0, 0, nil
 	}
 	res := &cpu.Batch{Rows: len(keep)}
-	if key >= 0 {
-		packed := make([]int64, ngroups)
-		for s, k := range tkeys {
-			if tgid[s] >= 0 {
-				packed[tgid[s]] = k
-			}
-		}
-		for _, k := range keys {
+	if fp.key >= 0 {
+		for _, k := range fp.keys {
 			v, err := k.decode(packed, keep)
 			if err != nil {
-				return nil, err
+				return nil, 0, 0, err
 			}
 			res.Names = append(res.Names, k.name)
 			res.Cols = append(res.Cols, v)
@@ -775,7 +841,7 @@ func (r *run) runFused(p *program, filter, key int, keys []keyCode, aggs plan.Ag
 			res.Cols = append(res.Cols, v)
 		}
 	}
-	return res, nil
+	return res, int(total), len(keep), nil
 }
 
 // checkOverflow synchronizes the stream and reports an arithmetic overflow

@@ -130,50 +130,14 @@ func TestGPUPartialMatchesCPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Destroy()
-	col := func(n string) plan.Col { return plan.Col(n) }
-	filter := plan.Op{Kind: plan.OpFilter, Label: "f", Expr: plan.And(
-		plan.Le(col("day"), plan.Date("1996-06-30")),
-		plan.Or(plan.Between(col("disc"), plan.Dec("0.02"), plan.Dec("0.07")), plan.Not(plan.Lt(col("qty"), plan.Int(24)))),
-		plan.NotIn(col("small"), plan.Ints(0, 1, 2)...))}
-	disc := plan.Mul(col("price"), plan.Sub(plan.Int(1), col("disc")))
-	aggs := plan.Aggs{
-		plan.Sum("sum_qty", col("qty")), plan.Sum("sum_disc", disc),
-		plan.Sum("charge", plan.Mul(disc, plan.Add(plan.Dec("1.00"), col("disc")))),
-		plan.Avg("avg_price", col("price")), plan.Count("n"),
-		plan.Min("min_day", col("day")), plan.Max("max_small", col("small")), plan.Sum("sum_small", col("small")),
-	}
-	proj := plan.Op{Kind: plan.OpProject, Label: "p", Expr: plan.Projection{
-		plan.As("k", col("k")), plan.As("flag", col("flag")), plan.As("qty", col("qty")),
-		plan.As("price", plan.Add(col("price"), plan.Dec("0.5"))), plan.As("disc", col("disc")),
-		plan.As("day", col("day")), plan.As("small", col("small"))}}
-	for _, c := range []struct {
-		name     string
-		distinct int
-		keys     []string
-		filter   bool
-		fused    bool // the fused path takes it (at most 8 groups)
-	}{
-		{"flag-tag smem", 50, []string{"flag", "tag"}, true, false},
-		{"flag only unfiltered", 50, []string{"flag"}, false, true},
-		{"flag-tag few", 1, []string{"flag", "tag"}, true, true},
-		{"k smem", 3000, []string{"k"}, true, false},
-		{"k few", 5, []string{"k"}, true, true},
-		{"k and flag global", 40000, []string{"k", "flag"}, true, false},
-		{"scalar filtered", 10, nil, true, true},
-		{"scalar", 10, nil, false, true},
-	} {
-		for _, fused := range []bool{true, false} {
+	for _, c := range pipelineCases() {
+		for _, mode := range []string{"compiled", "interpreted", "operators"} {
+			fused, jit := mode != "operators", mode == "compiled"
 			d.SetFused(fused)
-			t.Run(fmt.Sprintf("%s/fused=%v", c.name, fused), func(t *testing.T) {
+			d.SetJIT(jit)
+			t.Run(c.name+"/"+mode, func(t *testing.T) {
 				b := randomBatch(300_007, c.distinct, uint64(c.distinct))
-				ops := []plan.Op{{Kind: plan.OpScan}}
-				if c.filter {
-					ops = append(ops, filter)
-				}
-				if len(c.keys) == 0 || c.keys[0] != "flag" || len(c.keys) == 1 {
-					ops = append(ops, proj)
-				}
-				ops = append(ops, plan.Op{Kind: plan.OpAggPartial, Keys: c.keys, Expr: aggs}, plan.Op{Kind: plan.OpGather})
+				ops := c.ops
 				if err := Supported(ops); err != nil {
 					t.Fatal(err)
 				}
@@ -202,11 +166,16 @@ func TestGPUPartialMatchesCPU(t *testing.T) {
 				if st.Fused != (fused && c.fused) {
 					t.Errorf("fused path taken: %v, want %v", st.Fused, fused && c.fused)
 				}
-				t.Logf("%d rows, %d selected, %d groups, %d launches, fused %v", st.Rows, st.Selected, st.Groups, st.Launches, st.Fused)
+				if jit && st.Fused && !st.Compiled {
+					t.Errorf("fused pipeline not compiled: %s", d.JIT())
+				}
+				t.Logf("%d rows, %d selected, %d groups, %d launches, fused %v, compiled %v", st.Rows, st.Selected, st.Groups, st.Launches, st.Fused, st.Compiled)
 			})
 		}
 	}
 	d.SetFused(true)
+	d.SetJIT(true)
+	t.Logf("run-time compiler: %s", d.JIT())
 	if p := d.Peak(); p <= 0 {
 		t.Errorf("peak device memory %d", p)
 	}
@@ -235,6 +204,67 @@ func TestGPUSumOverflowRefused(t *testing.T) {
 	if _, _, err := d.Partial(s, g, ops); err == nil || !strings.Contains(err.Error(), "overflow") {
 		t.Fatalf("sum of 1000 x 2^60: %v, want an overflow error", err)
 	}
+}
+
+// pipelineCase is a pipeline over randomBatch's columns.
+type pipelineCase struct {
+	name     string
+	distinct int
+	ops      []plan.Op
+	compiles bool // for the fused path
+	fused    bool // and runs there (at most 8 groups)
+}
+
+// pipelineCases: string and integer keys, few (register), some (shared
+// memory) and many (global atomics) groups, scalar aggregates with and
+// without filters; a filter of and/or/not/between/in over dates,
+// decimals and int32, a projection with decimal arithmetic, and sums,
+// averages, counts, minima and maxima of decimals, dates and int32.
+func pipelineCases() []pipelineCase {
+	col := func(n string) plan.Col { return plan.Col(n) }
+	filter := plan.Op{Kind: plan.OpFilter, Label: "f", Expr: plan.And(
+		plan.Le(col("day"), plan.Date("1996-06-30")),
+		plan.Or(plan.Between(col("disc"), plan.Dec("0.02"), plan.Dec("0.07")), plan.Not(plan.Lt(col("qty"), plan.Int(24)))),
+		plan.NotIn(col("small"), plan.Ints(0, 1, 2)...))}
+	disc := plan.Mul(col("price"), plan.Sub(plan.Int(1), col("disc")))
+	aggs := plan.Aggs{
+		plan.Sum("sum_qty", col("qty")), plan.Sum("sum_disc", disc),
+		plan.Sum("charge", plan.Mul(disc, plan.Add(plan.Dec("1.00"), col("disc")))),
+		plan.Avg("avg_price", col("price")), plan.Count("n"),
+		plan.Min("min_day", col("day")), plan.Max("max_small", col("small")), plan.Sum("sum_small", col("small")),
+	}
+	proj := plan.Op{Kind: plan.OpProject, Label: "p", Expr: plan.Projection{
+		plan.As("k", col("k")), plan.As("flag", col("flag")), plan.As("qty", col("qty")),
+		plan.As("price", plan.Add(col("price"), plan.Dec("0.5"))), plan.As("disc", col("disc")),
+		plan.As("day", col("day")), plan.As("small", col("small"))}}
+	var out []pipelineCase
+	for _, c := range []struct {
+		name            string
+		distinct        int
+		keys            []string
+		filter, project bool
+		compiles, fused bool
+	}{
+		{"flag-tag smem", 50, []string{"flag", "tag"}, true, false, true, false},
+		{"flag only unfiltered", 50, []string{"flag"}, false, true, true, true},
+		{"flag-tag few", 1, []string{"flag", "tag"}, true, false, true, true},
+		{"k smem", 3000, []string{"k"}, true, true, true, false},
+		{"k few", 5, []string{"k"}, true, true, true, true},
+		{"k and flag global", 40000, []string{"k", "flag"}, true, true, false, false},
+		{"scalar filtered", 10, nil, true, true, true, true},
+		{"scalar", 10, nil, false, true, true, true},
+	} {
+		ops := []plan.Op{{Kind: plan.OpScan}}
+		if c.filter {
+			ops = append(ops, filter)
+		}
+		if c.project {
+			ops = append(ops, proj)
+		}
+		ops = append(ops, plan.Op{Kind: plan.OpAggPartial, Keys: c.keys, Expr: aggs}, plan.Op{Kind: plan.OpGather})
+		out = append(out, pipelineCase{c.name, c.distinct, ops, c.compiles, c.fused})
+	}
+	return out
 }
 
 // slice is rows [lo, hi) of b as a batch of views (strings keep their
