@@ -20,6 +20,9 @@ type Stats struct {
 	// Fused: the pipeline ran as one row program (fused.go); Compiled:
 	// compiled by NVRTC (jit.go), not interpreted.
 	Fused, Compiled bool
+	// KernelNs is the GPU time of the compiled kernels (events around
+	// each launch; 0 on the other paths).
+	KernelNs int64
 }
 
 // Partial runs ops (a scan pipeline's streaming ops and partial aggregate,

@@ -618,9 +618,11 @@ func uploadScratch[T any](r *run, vals []T) (cuda.DevicePtr, error) {
 }
 
 func (r *run) runFused(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
+	if r.d.jitOn() {
+		return r.runCompiled(fp, st)
+	}
 	p, filter, key, slots := fp.p, fp.filter, fp.key, fp.slots
 	n := int32(r.n)
-	jit := r.d.jitOn()
 	colPtrs := make([]uint64, len(p.cols))
 	offPtrs := make([]uint64, len(p.cols))
 	for i, c := range p.cols {
@@ -660,12 +662,7 @@ func (r *run) runFused(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 		if err := r.launchN("join", "key_fill_empty", plSlots, dT, int32(plSlots)); err != nil {
 			return nil, err
 		}
-		if jit {
-			err = r.launchJIT(fp.jitSource(1), "jit_mark", 0, dCols, dOffs, n, dT, dFailed)
-		} else {
-			err = r.launch("pipeline", "rowprog_mark", 0, append(common, dT, dFailed, r.ovf)...)
-		}
-		if err != nil {
+		if err := r.launch("pipeline", "rowprog_mark", 0, append(common, dT, dFailed, r.ovf)...); err != nil {
 			return nil, err
 		}
 		var failed [1]int32
@@ -690,7 +687,7 @@ func (r *run) runFused(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 			return nil, notFused("more than %d groups", fusedGroups)
 		}
 		if ngroups == 0 {
-			st.Fused, st.Compiled = true, jit
+			st.Fused = true
 			return nil, r.checkOverflow()
 		}
 	}
@@ -732,13 +729,8 @@ func (r *run) runFused(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 	if err != nil {
 		return nil, err
 	}
-	if jit {
-		err = r.launchJIT(fp.jitSource(ngroups), "jit_agg", 0, dCols, dOffs, n, dTkeys, dTgid, dOut, dAbs, r.ovf)
-	} else {
-		args := append(common, dTkeys, dTgid, int32(ngroups), int32(nagg), dKinds, dRegs, dOut, dAbs, r.ovf)
-		err = r.launch("pipeline", "rowprog_agg", 8*ngroups*nagg, args...)
-	}
-	if err != nil {
+	args := append(common, dTkeys, dTgid, int32(ngroups), int32(nagg), dKinds, dRegs, dOut, dAbs, r.ovf)
+	if err := r.launch("pipeline", "rowprog_agg", 8*ngroups*nagg, args...); err != nil {
 		return nil, err
 	}
 	out := make([]int64, ngroups*nagg)
@@ -759,7 +751,7 @@ func (r *run) runFused(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 		}
 	}
 	res, selected, groups, err := fp.state(packed, out, abs, ngroups)
-	st.Selected, st.Groups, st.Launches, st.Fused, st.Compiled = selected, groups, r.launches, true, jit
+	st.Selected, st.Groups, st.Launches, st.Fused = selected, groups, r.launches, true
 	return res, err
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync"
 
+	"gostachio/kernels/cpu"
 	"gostachio/kernels/cuda"
 )
 
@@ -18,11 +19,12 @@ import (
 
 // jitCache holds the compiled pipelines of a device.
 type jitCache struct {
-	once  sync.Once
-	nvrtc *cuda.NVRTC
-	err   error // why there is no NVRTC (the interpreter runs)
-	mu    sync.Mutex
-	mods  map[string]*cuda.Module
+	once   sync.Once
+	nvrtc  *cuda.NVRTC
+	err    error // why there is no NVRTC (the interpreter runs)
+	mu     sync.Mutex
+	mods   map[string]*cuda.Module
+	tables map[string][]int64 // key tables by mark source (tableOf)
 }
 
 // compiler returns NVRTC, loading it once.
@@ -233,28 +235,52 @@ __device__ __forceinline__ long long pl_combine(int kind, long long a, long long
 __device__ __forceinline__ int pl_slot(long long k) { return (int)(gs_hash_int(k) >> 58); }
 `
 
-// jitKernels: jit_mark (the distinct keys of the selected rows, as
-// rowprog_mark) and jit_agg (every selected row folded into per-thread
-// register accumulators of NGROUPS x NAGG, reduced per warp at the end).
+// jitKernels: jit_mark (the distinct keys of the selected rows into the
+// table, as rowprog_mark) and jit_agg (every selected row folded into
+// per-thread register accumulators of NGROUPS x NAGG, reduced per warp at
+// the end; *miss = 1 when a row's key is not in the table: the host then
+// runs jit_mark and jit_agg again).
 const jitKernels = `
 extern "C" __global__ void jit_mark(const unsigned long long *__restrict__ cols,
                                     const unsigned long long *__restrict__ offs, int n, long long *tkeys,
                                     int *failed) {
+	// The keys this block already put in the table: with few distinct
+	// keys nearly every row stops here, in shared memory, instead of
+	// reading the same few global words from every row of the grid.
+	__shared__ long long seen[PL_SLOTS];
+	for (int j = threadIdx.x; j < PL_SLOTS; j += blockDim.x) seen[j] = GS_EMPTY_KEY;
+	__syncthreads();
 	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
 		int sel, dead = 0;
 		long long k, vals[NAGG];
 		pl_row(i, cols, offs, &dead, &sel, &k, vals);
 		if (!sel) continue;
 		int s = pl_slot(k);
+		bool known = false;
+		for (int p = 0; p < PL_SLOTS; p++) {
+			long long t = ((volatile long long *)seen)[s];
+			if (t == k) { known = true; break; }
+			if (t == GS_EMPTY_KEY) break;
+			s = (s + 1) & (PL_SLOTS - 1);
+		}
+		if (known) continue;
+		s = pl_slot(k);
 		for (int p = 0;; p++) {
 			if (p == PL_SLOTS) { atomicExch(failed, 1); break; }
-			long long seen = ((volatile long long *)tkeys)[s];
-			if (seen == k) break;
-			if (seen == GS_EMPTY_KEY) {
+			long long t = ((volatile long long *)tkeys)[s];
+			if (t == k) break;
+			if (t == GS_EMPTY_KEY) {
 				long long prev = (long long)atomicCAS((unsigned long long *)&tkeys[s],
 					(unsigned long long)GS_EMPTY_KEY, (unsigned long long)k);
 				if (prev == GS_EMPTY_KEY || prev == k) break;
 			}
+			s = (s + 1) & (PL_SLOTS - 1);
+		}
+		s = pl_slot(k);
+		for (int p = 0; p < PL_SLOTS; p++) {
+			long long prev = (long long)atomicCAS((unsigned long long *)&seen[s],
+				(unsigned long long)GS_EMPTY_KEY, (unsigned long long)k);
+			if (prev == GS_EMPTY_KEY || prev == k) break;
 			s = (s + 1) & (PL_SLOTS - 1);
 		}
 	}
@@ -262,7 +288,8 @@ extern "C" __global__ void jit_mark(const unsigned long long *__restrict__ cols,
 
 extern "C" __global__ void jit_agg(const unsigned long long *__restrict__ cols,
                                    const unsigned long long *__restrict__ offs, int n, const long long *tkeys,
-                                   const int *tgid, long long *out, unsigned long long *absmax, int *overflow) {
+                                   const int *tgid, long long *out, unsigned long long *absmax, int *overflow,
+                                   int *miss) {
 	__shared__ long long skeys[PL_SLOTS];
 	__shared__ int sgid[PL_SLOTS];
 	for (int j = threadIdx.x; j < PL_SLOTS; j += blockDim.x) {
@@ -294,7 +321,7 @@ extern "C" __global__ void jit_agg(const unsigned long long *__restrict__ cols,
 				if (t == GS_EMPTY_KEY) break;
 				s = (s + 1) & (PL_SLOTS - 1);
 			}
-			if (g < 0) { ovf = 1; continue; }
+			if (g < 0) { atomicExch(miss, 1); continue; }
 		}
 #pragma unroll
 		for (int a = 0; a < NAGG; a++) {
@@ -333,3 +360,219 @@ extern "C" __global__ void jit_agg(const unsigned long long *__restrict__ cols,
 	if (ovf) atomicOr(overflow, 1);
 }
 `
+
+// tableOf returns a copy of the key table the compiled pipeline src last
+// ended with (nil: none yet): the units of a pipeline share their groups
+// (TPC-H Q1's four), so a unit usually needs no key pass.
+func (d *Device) tableOf(src string) []int64 {
+	d.jit.mu.Lock()
+	defer d.jit.mu.Unlock()
+	return append([]int64(nil), d.jit.tables[src]...)
+}
+
+func (d *Device) keepTable(src string, t []int64) {
+	d.jit.mu.Lock()
+	defer d.jit.mu.Unlock()
+	if d.jit.tables == nil {
+		d.jit.tables = map[string][]int64{}
+	}
+	d.jit.tables[src] = append([]int64(nil), t...)
+}
+
+// kernelTimer times launches with events; Total is valid once the stream
+// synchronized past them.
+type kernelTimer struct {
+	c      *cuda.Context
+	events []*cuda.Event
+}
+
+func (k *kernelTimer) around(s *cuda.Stream, launch func() error) error {
+	start, err := k.c.NewEvent(cuda.EventDefault)
+	if err != nil {
+		return err
+	}
+	end, err := k.c.NewEvent(cuda.EventDefault)
+	if err != nil {
+		start.Destroy()
+		return err
+	}
+	k.events = append(k.events, start, end)
+	if err := start.Record(s); err != nil {
+		return err
+	}
+	if err := launch(); err != nil {
+		return err
+	}
+	return end.Record(s)
+}
+
+// total sums the timed intervals and destroys the events.
+func (k *kernelTimer) total() (int64, error) {
+	var ns int64
+	var first error
+	for i := 0; i+1 < len(k.events); i += 2 {
+		d, err := cuda.Elapsed(k.events[i], k.events[i+1])
+		if err != nil && first == nil {
+			first = err
+		}
+		ns += d.Nanoseconds()
+	}
+	for _, e := range k.events {
+		e.Destroy()
+	}
+	k.events = nil
+	return ns, first
+}
+
+// runCompiled runs a fused pipeline as generated kernels: one upload of
+// the column pointers and the key table, the aggregate kernel, and one
+// read back of its results; the key pass (and a second aggregate pass)
+// only when a row's key is missing from the table the pipeline's last
+// unit left.
+func (r *run) runCompiled(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
+	p := fp.p
+	n := int32(r.n)
+	nc := len(p.cols)
+	kt := &kernelTimer{c: r.d.ctx}
+	defer kt.total()
+	ptrs := make([]uint64, 2*nc)
+	for i, c := range p.cols {
+		ptrs[i], ptrs[nc+i] = uint64(c.Data), uint64(c.Off)
+	}
+	dPtrs, err := uploadScratch(r, ptrs)
+	if err != nil {
+		return nil, err
+	}
+	dCols, dOffs := dPtrs, dPtrs.Add(8*nc)
+	markSrc := fp.jitSource(1)
+	var table []int64
+	if fp.key >= 0 {
+		table = r.d.tableOf(markSrc)
+	}
+	mark := func() error {
+		if table == nil {
+			table = make([]int64, plSlots)
+			for i := range table {
+				table[i] = math.MinInt64 // GS_EMPTY_KEY
+			}
+		}
+		// [table | failed]
+		buf := append(append([]int64(nil), table...), 0)
+		dT, err := uploadScratch(r, buf)
+		if err != nil {
+			return err
+		}
+		if err := kt.around(r.s, func() error {
+			return r.launchJIT(markSrc, "jit_mark", 0, dCols, dOffs, n, dT, dT.Add(8*plSlots))
+		}); err != nil {
+			return err
+		}
+		if err := r.s.CopyDtoH(bytesOf(buf), dT); err != nil {
+			return err
+		}
+		if err := r.s.Synchronize(); err != nil {
+			return err
+		}
+		table = buf[:plSlots]
+		if buf[plSlots] != 0 {
+			return notFused("more than %d distinct keys", plSlots)
+		}
+		return nil
+	}
+	if fp.key >= 0 && table == nil {
+		if err := mark(); err != nil {
+			return nil, err
+		}
+	}
+	nagg := len(fp.slots)
+	for attempt := 0; ; attempt++ {
+		tgid := make([]int32, plSlots)
+		ngroups := 1
+		if fp.key >= 0 {
+			ngroups = 0
+			for s, k := range table {
+				tgid[s] = -1
+				if k != math.MinInt64 {
+					tgid[s] = int32(ngroups)
+					ngroups++
+				}
+			}
+			if ngroups > fusedGroups {
+				return nil, notFused("more than %d groups", fusedGroups)
+			}
+			if ngroups == 0 {
+				st.Fused, st.Compiled = true, true
+				return nil, nil
+			}
+		}
+		// In: [table | tgid (as int64 pairs) ]; out: [out | absmax | ovf | miss].
+		in := make([]int64, plSlots+plSlots/2)
+		copy(in, table)
+		for s := 0; s < plSlots; s += 2 {
+			in[plSlots+s/2] = int64(uint32(tgid[s])) | int64(tgid[s+1])<<32
+		}
+		dIn, err := uploadScratch(r, in)
+		if err != nil {
+			return nil, err
+		}
+		res := make([]int64, ngroups*nagg+nagg+2)
+		for a, s := range fp.slots {
+			for g := 0; g < ngroups; g++ {
+				switch s.kind {
+				case plMin:
+					res[g*nagg+a] = math.MaxInt64
+				case plMax:
+					res[g*nagg+a] = math.MinInt64
+				}
+			}
+		}
+		dRes, err := uploadScratch(r, res)
+		if err != nil {
+			return nil, err
+		}
+		dOut, dAbs := dRes, dRes.Add(8*ngroups*nagg)
+		dOvf, dMiss := dAbs.Add(8*nagg), dAbs.Add(8*nagg+8)
+		if err := kt.around(r.s, func() error {
+			return r.launchJIT(fp.jitSource(ngroups), "jit_agg", 0, dCols, dOffs, n, dIn, dIn.Add(8*plSlots), dOut, dAbs, dOvf, dMiss)
+		}); err != nil {
+			return nil, err
+		}
+		if err := r.s.CopyDtoH(bytesOf(res), dRes); err != nil {
+			return nil, err
+		}
+		if err := r.s.Synchronize(); err != nil {
+			return nil, err
+		}
+		if res[ngroups*nagg+nagg] != 0 {
+			return nil, fmt.Errorf("decimal arithmetic overflowed int64 (in a row of the batch, selected or not)")
+		}
+		if res[ngroups*nagg+nagg+1] != 0 {
+			if attempt > 0 || fp.key < 0 {
+				return nil, fmt.Errorf("compiled pipeline: a key missing from the table after the key pass")
+			}
+			if err := mark(); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if fp.key >= 0 {
+			r.d.keepTable(markSrc, table)
+		}
+		abs := make([]uint64, nagg)
+		for a := range abs {
+			abs[a] = uint64(res[ngroups*nagg+a])
+		}
+		packed := make([]int64, ngroups)
+		for s, k := range table {
+			if tgid[s] >= 0 {
+				packed[tgid[s]] = k
+			}
+		}
+		out, selected, groups, err := fp.state(packed, res[:ngroups*nagg], abs, ngroups)
+		st.Selected, st.Groups, st.Launches, st.Fused, st.Compiled = selected, groups, r.launches, true, true
+		if ns, terr := kt.total(); terr == nil {
+			st.KernelNs = ns
+		}
+		return out, err
+	}
+}
