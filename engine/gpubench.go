@@ -69,7 +69,7 @@ type ResidentRate struct {
 	KernelSeconds float64 `json:"kernel_seconds,omitempty"`
 	KernelGBps    float64 `json:"kernel_gb_per_s,omitempty"`
 	KernelRatio   float64 `json:"kernel_ratio_to_d2d,omitempty"`
-	Launches int     `json:"kernel_launches"`
+	Launches      int     `json:"kernel_launches"`
 	// MatchesCPU: the GPU's aggregate state equals the CPU engine's over
 	// the same rows, cell by cell.
 	MatchesCPU bool `json:"matches_cpu"`

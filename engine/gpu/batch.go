@@ -17,9 +17,11 @@ type Col struct {
 	Scale int8
 	Data  cuda.DevicePtr
 	Off   cuda.DevicePtr
-	// MaxLen is a string column's longest value in bytes (measured on
-	// the host at upload: group keys of short strings are packed by it).
-	MaxLen int
+	// MaxLen and MinLen are a string column's longest and shortest value
+	// in bytes (measured on the host at upload: group keys of short
+	// strings are packed by MaxLen; where they agree, compiled pipelines
+	// find value i at i*MaxLen without reading the offsets).
+	MaxLen, MinLen int
 }
 
 // Batch is columns of Rows rows in device memory. The batch owns its
@@ -138,7 +140,7 @@ func (d *Device) Upload(s *cuda.Stream, parts []*cpu.Batch) (*Batch, error) {
 		}
 		// Strings: offsets rebased to the concatenation, bytes appended.
 		off := make([]int32, 0, out.Rows+1)
-		total, maxLen := 0, 0
+		total, maxLen, minLen := 0, 0, -1
 		for _, b := range parts {
 			v := &b.Cols[k]
 			if v.Type != cpu.TString {
@@ -147,7 +149,11 @@ func (d *Device) Upload(s *cuda.Stream, parts []*cpu.Batch) (*Batch, error) {
 			base := v.Off[0]
 			for i := 0; i < b.Rows; i++ {
 				off = append(off, int32(total)+v.Off[i]-base)
-				maxLen = max(maxLen, int(v.Off[i+1]-v.Off[i]))
+				l := int(v.Off[i+1] - v.Off[i])
+				maxLen = max(maxLen, l)
+				if minLen < 0 || l < minLen {
+					minLen = l
+				}
 			}
 			total += int(v.Off[b.Rows] - base)
 		}
@@ -161,7 +167,7 @@ func (d *Device) Upload(s *cuda.Stream, parts []*cpu.Batch) (*Batch, error) {
 		if err != nil {
 			return fail(err)
 		}
-		c.Off, c.Data, c.MaxLen = po, pb, maxLen
+		c.Off, c.Data, c.MaxLen, c.MinLen = po, pb, maxLen, max(minLen, 0)
 		if err := s.CopyHtoD(po, bytesOf(off)); err != nil {
 			return fail(err)
 		}

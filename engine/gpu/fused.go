@@ -413,7 +413,10 @@ type fusedPlan struct {
 	key    int // register of the packed group key (-1: no keys)
 	keys   []keyCode
 	aggs   plan.Aggs
-	slots  []fusedAgg // per aggregate, then the rows per group
+	slots  []fusedAgg // the distinct values the aggregates fold
+	// aggSlot[a] is aggregate a's slot, countSlot the rows per group's.
+	aggSlot   []int
+	countSlot int
 }
 
 // tryFused runs ops on the fused path, or returns errNotFused (having
@@ -482,11 +485,23 @@ func compileFused(in *Batch, ops []plan.Op) (*fusedPlan, error) {
 			return nil, err
 		}
 	}
+	// One slot per distinct (kind, value): Q1's avg_qty sums what sum_qty
+	// does, and count(*) counts what the rows per group count.
 	var slots []fusedAgg
-	for _, a := range aggs {
-		switch a.Fn {
-		case plan.AggCount:
-			slots = append(slots, fusedAgg{kind: plSum, reg: -1})
+	slotOf := map[[2]int]int{}
+	slot := func(f fusedAgg) int {
+		k := [2]int{f.kind, f.reg}
+		if i, ok := slotOf[k]; ok {
+			return i
+		}
+		slotOf[k] = len(slots)
+		slots = append(slots, f)
+		return len(slots) - 1
+	}
+	aggSlot := make([]int, len(aggs))
+	for i, a := range aggs {
+		if a.Fn == plan.AggCount {
+			aggSlot[i] = slot(fusedAgg{kind: plSum, reg: -1})
 			continue
 		}
 		v, err := p.value(a.Arg)
@@ -510,13 +525,13 @@ func compileFused(in *Batch, ops []plan.Op) (*fusedPlan, error) {
 		case plan.AggMax:
 			kind = plMax
 		}
-		slots = append(slots, fusedAgg{kind: kind, reg: reg, arg: v})
+		aggSlot[i] = slot(fusedAgg{kind: kind, reg: reg, arg: v})
 	}
-	slots = append(slots, fusedAgg{kind: plSum, reg: -1}) // rows per group
+	countSlot := slot(fusedAgg{kind: plSum, reg: -1}) // rows per group
 	if len(slots) > plAggs {
 		return nil, notFused("%d aggregates", len(slots))
 	}
-	return &fusedPlan{p: p, filter: filter, key: key, keys: keys, aggs: aggs, slots: slots}, nil
+	return &fusedPlan{p: p, filter: filter, key: key, keys: keys, aggs: aggs, slots: slots, aggSlot: aggSlot, countSlot: countSlot}, nil
 }
 
 // substitute replaces column references by the projections they name.
@@ -762,7 +777,7 @@ func (r *run) runFused(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 func (fp *fusedPlan) state(packed, out []int64, abs []uint64, ngroups int) (*cpu.Batch, int, int, error) {
 	slots, aggs := fp.slots, fp.aggs
 	nagg := len(slots)
-	countAt := nagg - 1
+	countAt := fp.countSlot
 	var keep []int
 	var total uint64
 	for g := 0; g < ngroups; g++ {
@@ -799,8 +814,9 @@ func (fp *fusedPlan) state(packed, out []int64, abs []uint64, ngroups int) (*cpu
 		}
 		return o
 	}
-	for a, ag := range aggs {
+	for i, ag := range aggs {
 		names := ag.PartialColumns()
+		a := fp.aggSlot[i]
 		s := slots[a]
 		switch ag.Fn {
 		case plan.AggCount:

@@ -19,8 +19,11 @@ func hostTypes(b *cpu.Batch) *Batch {
 	for k, v := range b.Cols {
 		out.Cols[k] = Col{Type: v.Type, Scale: v.Scale}
 		if v.Type == cpu.TString {
+			c := &out.Cols[k]
+			c.MinLen = math.MaxInt
 			for i := 0; i < b.Rows; i++ {
-				out.Cols[k].MaxLen = max(out.Cols[k].MaxLen, int(v.Off[i+1]-v.Off[i]))
+				l := int(v.Off[i+1] - v.Off[i])
+				c.MaxLen, c.MinLen = max(c.MaxLen, l), min(c.MinLen, l)
 			}
 		}
 	}

@@ -124,12 +124,18 @@ func (fp *fusedPlan) rowSource() string {
 		case plCol32:
 			fmt.Fprintf(&b, "\tlong long %s = (long long)((const int *)cols[%d])[i];\n", d, a)
 		case plStr:
-			fmt.Fprintf(&b, "\tlong long %s;\n\t{\n\t\tconst int *o = (const int *)offs[%d];\n"+
+			// Fixed-width strings (every value MaxLen bytes, as TPC-H's
+			// flags): value i starts at i*MaxLen, no offsets read.
+			bounds := fmt.Sprintf("const int *o = (const int *)offs[%d];\n\t\tint a = o[i], len = o[i + 1] - a;", a)
+			if c := p.cols[a]; c.MinLen == c.MaxLen {
+				bounds = fmt.Sprintf("int a = i * %d, len = %d;", c.MaxLen, c.MaxLen)
+			}
+			fmt.Fprintf(&b, "\tlong long %s;\n\t{\n\t\t%s\n"+
 				"\t\tconst unsigned char *s = (const unsigned char *)cols[%d];\n"+
-				"\t\tint a = o[i], len = o[i + 1] - a;\n\t\tif (len > %d) { *ovf = 1; len = %d; }\n"+
+				"\t\tif (len > %d) { *ovf = 1; len = %d; }\n"+
 				"\t\tunsigned long long c = 0;\n#pragma unroll\n\t\tfor (int j = 0; j < %d; j++) {\n"+
 				"\t\t\tc <<= 8;\n\t\t\tif (j < len) c |= (unsigned long long)s[a + j] + 1ULL;\n\t\t}\n"+
-				"\t\t%s = (long long)c;\n\t}\n", d, a, a, bb, bb, bb, d)
+				"\t\t%s = (long long)c;\n\t}\n", d, bounds, a, bb, bb, bb, d)
 		case plLit:
 			fmt.Fprintf(&b, "\tconst long long %s = %s;\n", d, cLit(p.lits[a]))
 		case plAdd:
@@ -182,10 +188,24 @@ func (fp *fusedPlan) rowSource() string {
 
 // jitSource is the whole module for ngroups groups (0: the key pass only
 // is used; its aggregate kernel is compiled for one group).
-func (fp *fusedPlan) jitSource(ngroups int) string {
+func (fp *fusedPlan) jitSource(ngroups int, table []int64, tgid []int32) string {
 	var b strings.Builder
 	b.WriteString(cuda.CommonHeader())
 	fmt.Fprintf(&b, "\n#define NAGG %d\n#define NGROUPS %d\n#define HAS_KEY %d\n", len(fp.slots), max(ngroups, 1), btoi(fp.key >= 0))
+	// The group of a key: the table's keys as constants (a unit's keys
+	// are almost always those of the pipeline's earlier units; a key not
+	// here is a miss, and the host compiles the grown table).
+	b.WriteString("__device__ __forceinline__ int pl_gid(long long k) {\n")
+	for s, k := range table {
+		if tgid[s] >= 0 {
+			fmt.Fprintf(&b, "\tif (k == %s) return %d;\n", cLit(k), tgid[s])
+		}
+	}
+	if fp.key < 0 {
+		b.WriteString("\treturn 0;\n}\n")
+	} else {
+		b.WriteString("\treturn -1;\n}\n")
+	}
 	b.WriteString("__device__ __forceinline__ int pl_kind(int a) {\n\tswitch (a) {\n")
 	for a, s := range fp.slots {
 		fmt.Fprintf(&b, "\tcase %d: return %d;\n", a, s.kind)
@@ -287,16 +307,8 @@ extern "C" __global__ void jit_mark(const unsigned long long *__restrict__ cols,
 }
 
 extern "C" __global__ void jit_agg(const unsigned long long *__restrict__ cols,
-                                   const unsigned long long *__restrict__ offs, int n, const long long *tkeys,
-                                   const int *tgid, long long *out, unsigned long long *absmax, int *overflow,
-                                   int *miss) {
-	__shared__ long long skeys[PL_SLOTS];
-	__shared__ int sgid[PL_SLOTS];
-	for (int j = threadIdx.x; j < PL_SLOTS; j += blockDim.x) {
-		skeys[j] = tkeys[j];
-		sgid[j] = tgid[j];
-	}
-	__syncthreads();
+                                   const unsigned long long *__restrict__ offs, int n, long long *out,
+                                   unsigned long long *absmax, int *overflow, int *miss) {
 	long long acc[NGROUPS][NAGG];
 	unsigned long long am[NAGG];
 #pragma unroll
@@ -311,18 +323,8 @@ extern "C" __global__ void jit_agg(const unsigned long long *__restrict__ cols,
 		long long k, vals[NAGG];
 		pl_row(i, cols, offs, &ovf, &sel, &k, vals);
 		if (!sel) continue;
-		int g = 0;
-		if (HAS_KEY) {
-			int s = pl_slot(k);
-			g = -1;
-			for (int p = 0; p < PL_SLOTS; p++) {
-				long long t = skeys[s];
-				if (t == k) { g = sgid[s]; break; }
-				if (t == GS_EMPTY_KEY) break;
-				s = (s + 1) & (PL_SLOTS - 1);
-			}
-			if (g < 0) { atomicExch(miss, 1); continue; }
-		}
+		int g = pl_gid(k);
+		if (g < 0) { atomicExch(miss, 1); continue; }
 #pragma unroll
 		for (int a = 0; a < NAGG; a++) {
 			if (pl_kind(a) == 0) {
@@ -444,7 +446,7 @@ func (r *run) runCompiled(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 		return nil, err
 	}
 	dCols, dOffs := dPtrs, dPtrs.Add(8*nc)
-	markSrc := fp.jitSource(1)
+	markSrc := fp.jitSource(1, nil, nil)
 	var table []int64
 	if fp.key >= 0 {
 		table = r.d.tableOf(markSrc)
@@ -505,16 +507,7 @@ func (r *run) runCompiled(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 				return nil, nil
 			}
 		}
-		// In: [table | tgid (as int64 pairs) ]; out: [out | absmax | ovf | miss].
-		in := make([]int64, plSlots+plSlots/2)
-		copy(in, table)
-		for s := 0; s < plSlots; s += 2 {
-			in[plSlots+s/2] = int64(uint32(tgid[s])) | int64(tgid[s+1])<<32
-		}
-		dIn, err := uploadScratch(r, in)
-		if err != nil {
-			return nil, err
-		}
+		// [out | absmax | ovf | miss]
 		res := make([]int64, ngroups*nagg+nagg+2)
 		for a, s := range fp.slots {
 			for g := 0; g < ngroups; g++ {
@@ -533,7 +526,7 @@ func (r *run) runCompiled(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 		dOut, dAbs := dRes, dRes.Add(8*ngroups*nagg)
 		dOvf, dMiss := dAbs.Add(8*nagg), dAbs.Add(8*nagg+8)
 		if err := kt.around(r.s, func() error {
-			return r.launchJIT(fp.jitSource(ngroups), "jit_agg", 0, dCols, dOffs, n, dIn, dIn.Add(8*plSlots), dOut, dAbs, dOvf, dMiss)
+			return r.launchJIT(fp.jitSource(ngroups, table, tgid), "jit_agg", 0, dCols, dOffs, n, dOut, dAbs, dOvf, dMiss)
 		}); err != nil {
 			return nil, err
 		}
