@@ -65,4 +65,10 @@ step "PyTorch peer"
 PYTHONUNBUFFERED=1 timeout 300 python3 experiments/peers/pytorch/tpch_torch.py --data "$DATA" \
 	--rounds "${ROUNDS:-5}" --answers tpch/answers/sf1 --json >"$OUT/torch.json" 2>>"$LOG"
 echo "   exit $?" | tee -a "$LOG"
+step "ncu: the compiled Q1 kernel (one launch)"
+NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
+if [ -n "$NCU" ] && [ -z "${NO_NCU:-}" ]; then
+	run 150 "$NCU" --target-processes all -k regex:jit_agg -c 1 --section SpeedOfLight --section Occupancy \
+		--section LaunchStats "$CARRY/gostachio" gpu bench --data "$DATA" --queries q1 --rounds 1 --policies overlap
+fi
 step "done"
