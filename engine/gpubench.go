@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"sort"
-	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -432,25 +431,8 @@ func cpuState(parts []*cpu.Batch, ops []plan.Op) (*cpu.Batch, error) {
 	return agg.Emit(false)
 }
 
-// sameState compares two partial states as sets of rows.
-func sameState(a, b *cpu.Batch) bool {
-	rows := func(x *cpu.Batch) []string {
-		if x == nil {
-			return nil
-		}
-		var out []string
-		for i := 0; i < x.Rows; i++ {
-			var cells []string
-			for k, n := range x.Names {
-				cells = append(cells, n+"="+x.Cols[k].Type.String()+":"+x.Cols[k].Format(i))
-			}
-			out = append(out, strings.Join(cells, " "))
-		}
-		sort.Strings(out)
-		return out
-	}
-	return slices.Equal(rows(a), rows(b))
-}
+// sameState compares two partial states as sets of groups.
+func sameState(a, b *cpu.Batch) bool { return slices.Equal(gpu.StateRows(a), gpu.StateRows(b)) }
 
 // gpuEfficiency: the busiest of reads, h2d copies and the other work
 // (kernels, d2h, merges, sends), each as the union of its intervals, over

@@ -330,19 +330,8 @@ func (r *run) aggregate(op *plan.Op, flags cuda.DevicePtr, st *Stats) (*cpu.Batc
 				out.Cols = append(out.Cols, cpu.Vec{Type: cpu.TInt64, I64: pick(hCounts)})
 			}
 		case plan.AggMin, plan.AggMax:
-			vals := pick(hVals[i])
-			v := cpu.Vec{Type: args[i].typ, Scale: args[i].scale}
-			switch args[i].typ {
-			case cpu.TInt32, cpu.TDate:
-				v.I32 = make([]int32, len(vals))
-				for j, x := range vals {
-					v.I32[j] = int32(x)
-				}
-			default:
-				v.I64 = vals
-			}
 			out.Names = append(out.Names, names[0])
-			out.Cols = append(out.Cols, v)
+			out.Cols = append(out.Cols, minMaxVec(args[i].typ, args[i].scale, pick(hVals[i])))
 		}
 	}
 	return out, nil
@@ -564,4 +553,39 @@ func (k *keyCode) decode(packed []int64, keep []int) (cpu.Vec, error) {
 		return v, fmt.Errorf("key %s: cannot decode %s", k.name, k.src.Type)
 	}
 	return v, nil
+}
+
+// minMaxVec is a minimum or maximum state column: the argument's type, from
+// the int64 values the kernels fold.
+func minMaxVec(typ cpu.Type, scale int8, vals []int64) cpu.Vec {
+	v := cpu.Vec{Type: typ, Scale: scale}
+	switch typ {
+	case cpu.TInt32, cpu.TDate:
+		v.I32 = make([]int32, len(vals))
+		for j, x := range vals {
+			v.I32[j] = int32(x)
+		}
+	default:
+		v.I64 = vals
+	}
+	return v
+}
+
+// identities is ngroups x len(slots) accumulators at their kinds' identity
+// (0 for sums, the int64 extremes for minima and maxima), room for extra
+// values after them.
+func identities(slots []fusedAgg, ngroups, extra int) []int64 {
+	nagg := len(slots)
+	out := make([]int64, ngroups*nagg+extra)
+	for a, s := range slots {
+		for g := 0; g < ngroups; g++ {
+			switch s.kind {
+			case plMin:
+				out[g*nagg+a] = math.MaxInt64
+			case plMax:
+				out[g*nagg+a] = math.MinInt64
+			}
+		}
+	}
+	return out
 }

@@ -716,18 +716,10 @@ func (r *run) runFused(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 	}
 	nagg := len(slots)
 	kinds, regs := make([]int32, nagg), make([]int32, nagg)
-	init := make([]int64, ngroups*nagg)
 	for a, s := range slots {
 		kinds[a], regs[a] = int32(s.kind), int32(s.reg)
-		for g := 0; g < ngroups; g++ {
-			switch s.kind {
-			case plMin:
-				init[g*nagg+a] = math.MaxInt64
-			case plMax:
-				init[g*nagg+a] = math.MinInt64
-			}
-		}
 	}
+	init := identities(slots, ngroups, 0)
 	dKinds, err := uploadScratch(r, kinds)
 	if err != nil {
 		return nil, err
@@ -834,19 +826,8 @@ func (fp *fusedPlan) state(packed, out []int64, abs []uint64, ngroups int) (*cpu
 				res.Cols = append(res.Cols, cpu.Vec{Type: cpu.TInt64, I64: col(countAt)})
 			}
 		case plan.AggMin, plan.AggMax:
-			vals := col(a)
-			v := cpu.Vec{Type: s.arg.typ, Scale: s.arg.scale}
-			switch s.arg.typ {
-			case cpu.TInt32, cpu.TDate:
-				v.I32 = make([]int32, len(vals))
-				for j, x := range vals {
-					v.I32[j] = int32(x)
-				}
-			default:
-				v.I64 = vals
-			}
 			res.Names = append(res.Names, names[0])
-			res.Cols = append(res.Cols, v)
+			res.Cols = append(res.Cols, minMaxVec(s.arg.typ, s.arg.scale, col(a)))
 		}
 	}
 	return res, int(total), len(keep), nil

@@ -522,17 +522,7 @@ func (r *run) runCompiled(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 			}
 		}
 		// [out | absmax | ovf | miss]
-		res := make([]int64, ngroups*nagg+nagg+2)
-		for a, s := range fp.slots {
-			for g := 0; g < ngroups; g++ {
-				switch s.kind {
-				case plMin:
-					res[g*nagg+a] = math.MaxInt64
-				case plMax:
-					res[g*nagg+a] = math.MinInt64
-				}
-			}
-		}
+		res := identities(fp.slots, ngroups, nagg+2)
 		dRes, err := uploadScratch(r, res)
 		if err != nil {
 			return nil, err

@@ -1,9 +1,7 @@
 package gpu
 
 import (
-	"fmt"
 	"math/rand/v2"
-	"sort"
 	"strings"
 	"testing"
 
@@ -103,21 +101,7 @@ func cpuPartial(t *testing.T, b *cpu.Batch, ops []plan.Op) *cpu.Batch {
 
 // rowsOf renders a state as sorted rows "name=value ..." (types and scales
 // show in the formatting).
-func rowsOf(b *cpu.Batch) []string {
-	if b == nil {
-		return nil
-	}
-	var rows []string
-	for i := 0; i < b.Rows; i++ {
-		var cells []string
-		for k, n := range b.Names {
-			cells = append(cells, fmt.Sprintf("%s=%s:%s", n, b.Cols[k].Type, b.Cols[k].Format(i)))
-		}
-		rows = append(rows, strings.Join(cells, " "))
-	}
-	sort.Strings(rows)
-	return rows
-}
+func rowsOf(b *cpu.Batch) []string { return StateRows(b) }
 
 // TestGPUPartialMatchesCPU runs pipelines over one random batch on the GPU
 // and compares the partial states with the CPU engine's, cell by cell:
