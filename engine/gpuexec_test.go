@@ -1,7 +1,10 @@
 package engine
 
 import (
+	"bytes"
 	"context"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -60,5 +63,23 @@ func TestGPUAnswers(t *testing.T) {
 	}
 	if dev.Peak() <= 0 {
 		t.Errorf("device memory peak %d after the runs", dev.Peak())
+	}
+}
+
+// TestGPUWithoutDriver: asking for the GPU on a machine without a CUDA
+// driver fails with a message naming that, and runs nothing; the zero
+// RunOptions runs on the CPU.
+func TestGPUWithoutDriver(t *testing.T) {
+	if _, err := cuda.Load(); err == nil {
+		t.Skip("a CUDA driver is installed")
+	}
+	ds := testData(t, 0.01)
+	var out bytes.Buffer
+	err := RunQueries(context.Background(), RunOptions{Data: ds.Dir, Query: "q6", UseGPU: true}, &out, io.Discard)
+	if !errors.Is(err, gpu.ErrNoDriver) || out.Len() != 0 {
+		t.Fatalf("--gpu without a driver: %v (printed %q)", err, out.String())
+	}
+	if err := RunQueries(context.Background(), RunOptions{Data: ds.Dir, Query: "q6"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "revenue") {
+		t.Fatalf("the zero options: %v, printed %q", err, out.String())
 	}
 }

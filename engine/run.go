@@ -28,9 +28,10 @@ type RunOptions struct {
 	// Trace writes a Perfetto/Chrome JSON trace to this path (with several
 	// queries: one file per query, the query name before the extension).
 	Trace string
-	// GPUOrdinal runs the queries' scan pipelines on this CUDA device (-1:
-	// the CPU engine); GPUMem caps its device memory (0: 90% of what is
-	// free).
+	// UseGPU runs the queries' scan pipelines on CUDA device GPUOrdinal
+	// (the zero value: the CPU engine); GPUMem caps its device memory (0:
+	// 90% of what is free).
+	UseGPU     bool
 	GPUOrdinal int
 	GPUMem     int64
 	QueryOptions
@@ -78,7 +79,7 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 	}
 	defer TuneGC()()
 	FitHeapLimit(ds)
-	if opts.GPUOrdinal >= 0 && opts.GPU == nil {
+	if opts.UseGPU && opts.GPU == nil {
 		dev, err := gpu.Open(opts.GPUOrdinal, opts.GPUMem)
 		if err != nil {
 			return fmt.Errorf("engine: --gpu %d: %w", opts.GPUOrdinal, err)

@@ -13,6 +13,7 @@ type runFlags struct {
 	o      *engine.RunOptions
 	mem    string
 	gpuMem string
+	gpu    int
 }
 
 func addRunFlags(f *pflag.FlagSet, o *engine.RunOptions, worker bool) *runFlags {
@@ -36,9 +37,9 @@ func addRunFlags(f *pflag.FlagSet, o *engine.RunOptions, worker bool) *runFlags 
 	f.IntVar(&o.Devices, "devices", 0, devices)
 	f.BoolVar(&o.Buffered, "buffered", false, "read through the page cache instead of O_DIRECT")
 	f.StringVar(&o.IO, "io", "auto", "storage backend: auto, uring, pread")
-	o.GPUOrdinal = -1
+	rf.gpu = -1
 	if !worker {
-		f.IntVar(&o.GPUOrdinal, "gpu", -1, "run the scan pipelines on this CUDA device (scan, filter, project and partial aggregates: Q1 and Q6 so far; -1: the CPU engine)")
+		f.IntVar(&rf.gpu, "gpu", -1, "run the scan pipelines on this CUDA device (scan, filter, project and partial aggregates: Q1 and Q6 so far; -1: the CPU engine)")
 		f.StringVar(&rf.gpuMem, "gpu-mem", "", "device memory budget of --gpu (default: 90% of the free memory)")
 	}
 	return rf
@@ -56,6 +57,7 @@ func (rf *runFlags) resolve(g *globals) error {
 		}
 		rf.o.Mem = n
 	}
+	rf.o.UseGPU, rf.o.GPUOrdinal = rf.gpu >= 0, rf.gpu
 	if rf.gpuMem != "" {
 		n, err := units.ParseBytes(rf.gpuMem)
 		if err != nil {

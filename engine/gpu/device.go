@@ -17,6 +17,7 @@
 package gpu
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"sync"
@@ -24,6 +25,10 @@ import (
 
 	"gostachio/kernels/cuda"
 )
+
+// ErrNoDriver: this machine has no CUDA driver (the CPU engine runs
+// without a GPU; Open cannot).
+var ErrNoDriver = errors.New("gpu: no CUDA driver on this machine (libcuda.so.1 not found); without --gpu the CPU engine runs")
 
 // modules are the kernel modules (kernels/cuda/<name>.cu) the pipelines use.
 var modules = []string{"arith", "groupby", "join", "pipeline", "select"}
@@ -64,6 +69,9 @@ func (d *Device) SetFused(on bool) { d.operatorAtATime.Store(!on) }
 // Open).
 func Open(ordinal int, budget int64) (*Device, error) {
 	drv, err := cuda.Load()
+	if errors.Is(err, cuda.ErrNoDriver) {
+		return nil, ErrNoDriver
+	}
 	if err != nil {
 		return nil, fmt.Errorf("gpu: %w", err)
 	}
