@@ -70,9 +70,6 @@ func decodeUnit(tm *dataset.TableMeta, first, n int, cols []string, reads []read
 		if views {
 			break
 		}
-		if views {
-			break
-		}
 		zeroCopy = zeroCopy && r.buf.IsHeap()
 	}
 	idx := make([]int, len(cols))
