@@ -79,6 +79,11 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 	}
 	defer TuneGC()()
 	FitHeapLimit(ds)
+	if opts.UseGPU && opts.Devices == 0 {
+		// One scheduler device per GPU (its copy and kernel streams
+		// overlap units already); more only multiply the streams.
+		opts.Devices = 1
+	}
 	if opts.UseGPU && opts.GPU == nil {
 		dev, err := gpu.Open(opts.GPUOrdinal, opts.GPUMem)
 		if err != nil {

@@ -39,7 +39,7 @@ func addRunFlags(f *pflag.FlagSet, o *engine.RunOptions, worker bool) *runFlags 
 	f.StringVar(&o.IO, "io", "auto", "storage backend: auto, uring, pread")
 	rf.gpu = -1
 	if !worker {
-		f.IntVar(&rf.gpu, "gpu", -1, "run the scan pipelines on this CUDA device (scan, filter, project and partial aggregates: Q1 and Q6 so far; -1: the CPU engine)")
+		f.IntVar(&rf.gpu, "gpu", -1, "run the scan pipelines on this CUDA device (scan, filter, project and partial aggregates: Q1 and Q6 so far; --devices defaults to 1; -1: the CPU engine)")
 		f.StringVar(&rf.gpuMem, "gpu-mem", "", "device memory budget of --gpu (default: 90% of the free memory)")
 	}
 	return rf
