@@ -332,7 +332,7 @@ func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dat
 		return nil, err
 	}
 	defer g.Free()
-	want, err := cpuState(parts, pl.Ops)
+	want, err := gpu.CPUState(parts, pl.Ops)
 	if err != nil {
 		return nil, err
 	}
@@ -389,46 +389,6 @@ func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dat
 		out = append(out, r)
 	}
 	return out, nil
-}
-
-// cpuState is the CPU engine's partial state of ops over all parts.
-func cpuState(parts []*cpu.Batch, ops []plan.Op) (*cpu.Batch, error) {
-	var agg *cpu.Aggregator
-	for _, b := range parts {
-		var err error
-		for i := range ops {
-			op := &ops[i]
-			switch op.Kind {
-			case plan.OpFilter:
-				b, err = cpu.Filter(b, op.Expr)
-			case plan.OpProject:
-				b, err = cpu.Project(b, op.Expr.(plan.Projection))
-			case plan.OpAggPartial:
-				aggs := op.Expr.(plan.Aggs)
-				if agg == nil {
-					agg = cpu.NewAggregator(op.Keys, aggs, false)
-				}
-				args := make([]*cpu.Vec, len(aggs))
-				for j, a := range aggs {
-					if a.Arg != nil {
-						v, err := cpu.Eval(b, a.Arg)
-						if err != nil {
-							return nil, err
-						}
-						args[j] = &v
-					}
-				}
-				err = agg.Update(b, args)
-			}
-			if err != nil {
-				return nil, err
-			}
-		}
-	}
-	if agg == nil {
-		return nil, nil
-	}
-	return agg.Emit(false)
 }
 
 // sameState compares two partial states as sets of groups.

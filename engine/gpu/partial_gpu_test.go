@@ -62,41 +62,11 @@ func randomBatch(n, distinct int, seed uint64) *cpu.Batch {
 // cpuPartial is the CPU engine's partial state for ops over b.
 func cpuPartial(t *testing.T, b *cpu.Batch, ops []plan.Op) *cpu.Batch {
 	t.Helper()
-	var err error
-	for _, op := range ops {
-		switch op.Kind {
-		case plan.OpFilter:
-			b, err = cpu.Filter(b, op.Expr)
-		case plan.OpProject:
-			b, err = cpu.Project(b, op.Expr.(plan.Projection))
-		case plan.OpAggPartial:
-			aggs := op.Expr.(plan.Aggs)
-			args := make([]*cpu.Vec, len(aggs))
-			for i, a := range aggs {
-				if a.Arg != nil {
-					v, err := cpu.Eval(b, a.Arg)
-					if err != nil {
-						t.Fatal(err)
-					}
-					args[i] = &v
-				}
-			}
-			st := cpu.NewAggregator(op.Keys, aggs, false)
-			if err := st.Update(b, args); err != nil {
-				t.Fatal(err)
-			}
-			out, err := st.Emit(false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return out
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	st, err := CPUState([]*cpu.Batch{b}, ops)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no aggregate")
-	return nil
+	return st
 }
 
 // rowsOf renders a state as sorted rows "name=value ..." (types and scales
