@@ -312,27 +312,13 @@ func (r *run) aggregate(op *plan.Op, flags cuda.DevicePtr, st *Stats) (*cpu.Batc
 		}
 		return o
 	}
+	rows := pick(hCounts)
 	for i, a := range aggs {
-		names := a.PartialColumns()
-		switch a.Fn {
-		case plan.AggCount:
-			out.Names = append(out.Names, names[0])
-			out.Cols = append(out.Cols, cpu.Vec{Type: cpu.TInt64, I64: pick(hCounts)})
-		case plan.AggSum, plan.AggAvg:
-			v := cpu.Vec{Type: cpu.TInt64, I64: pick(hVals[i])}
-			if args[i].typ == cpu.TDecimal {
-				v.Type, v.Scale = cpu.TDecimal, args[i].scale
-			}
-			out.Names = append(out.Names, names[0])
-			out.Cols = append(out.Cols, v)
-			if a.Fn == plan.AggAvg {
-				out.Names = append(out.Names, names[1])
-				out.Cols = append(out.Cols, cpu.Vec{Type: cpu.TInt64, I64: pick(hCounts)})
-			}
-		case plan.AggMin, plan.AggMax:
-			out.Names = append(out.Names, names[0])
-			out.Cols = append(out.Cols, minMaxVec(args[i].typ, args[i].scale, pick(hVals[i])))
+		var vals []int64
+		if hVals[i] != nil {
+			vals = pick(hVals[i])
 		}
+		appendAggState(out, a, args[i].typ, args[i].scale, vals, rows)
 	}
 	return out, nil
 }
@@ -553,6 +539,33 @@ func (k *keyCode) decode(packed []int64, keep []int) (cpu.Vec, error) {
 		return v, fmt.Errorf("key %s: cannot decode %s", k.name, k.src.Type)
 	}
 	return v, nil
+}
+
+// appendAggState appends aggregate a's partial-state columns to b
+// (cpu.Aggregator's layout, a.PartialColumns): vals are its values per
+// group (sums, minima or maxima of an argument of type typ and scale),
+// counts the rows per group (count, and avg's count).
+func appendAggState(b *cpu.Batch, a plan.Agg, typ cpu.Type, scale int8, vals, counts []int64) {
+	names := a.PartialColumns()
+	switch a.Fn {
+	case plan.AggCount:
+		b.Names = append(b.Names, names[0])
+		b.Cols = append(b.Cols, cpu.Vec{Type: cpu.TInt64, I64: counts})
+	case plan.AggSum, plan.AggAvg:
+		v := cpu.Vec{Type: cpu.TInt64, I64: vals}
+		if typ == cpu.TDecimal {
+			v.Type, v.Scale = cpu.TDecimal, scale
+		}
+		b.Names = append(b.Names, names[0])
+		b.Cols = append(b.Cols, v)
+		if a.Fn == plan.AggAvg {
+			b.Names = append(b.Names, names[1])
+			b.Cols = append(b.Cols, cpu.Vec{Type: cpu.TInt64, I64: counts})
+		}
+	case plan.AggMin, plan.AggMax:
+		b.Names = append(b.Names, names[0])
+		b.Cols = append(b.Cols, minMaxVec(typ, scale, vals))
+	}
 }
 
 // minMaxVec is a minimum or maximum state column: the argument's type, from

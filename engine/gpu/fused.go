@@ -806,29 +806,10 @@ func (fp *fusedPlan) state(packed, out []int64, abs []uint64, ngroups int) (*cpu
 		}
 		return o
 	}
+	counts := col(countAt)
 	for i, ag := range aggs {
-		names := ag.PartialColumns()
 		a := fp.aggSlot[i]
-		s := slots[a]
-		switch ag.Fn {
-		case plan.AggCount:
-			res.Names = append(res.Names, names[0])
-			res.Cols = append(res.Cols, cpu.Vec{Type: cpu.TInt64, I64: col(a)})
-		case plan.AggSum, plan.AggAvg:
-			v := cpu.Vec{Type: cpu.TInt64, I64: col(a)}
-			if s.arg.typ == cpu.TDecimal {
-				v.Type, v.Scale = cpu.TDecimal, s.arg.scale
-			}
-			res.Names = append(res.Names, names[0])
-			res.Cols = append(res.Cols, v)
-			if ag.Fn == plan.AggAvg {
-				res.Names = append(res.Names, names[1])
-				res.Cols = append(res.Cols, cpu.Vec{Type: cpu.TInt64, I64: col(countAt)})
-			}
-		case plan.AggMin, plan.AggMax:
-			res.Names = append(res.Names, names[0])
-			res.Cols = append(res.Cols, minMaxVec(s.arg.typ, s.arg.scale, col(a)))
-		}
+		appendAggState(res, ag, slots[a].arg.typ, slots[a].arg.scale, col(a), counts)
 	}
 	return res, int(total), len(keep), nil
 }
