@@ -7,6 +7,7 @@ import (
 	"io"
 	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -49,7 +50,7 @@ type CopyRate struct {
 // device memory: kernel time alone, against the device-to-device copy.
 type ResidentRate struct {
 	Query string `json:"query"`
-	// Path: "fused, compiled" (one kernel generated for the pipeline and
+	// Path: "fused, compiled, accumulators in …" (one kernel generated for the pipeline and
 	// compiled by NVRTC), "fused, interpreted" (one kernel interpreting
 	// the pipeline's row program) or "operators" (a kernel per predicate,
 	// arithmetic step and aggregate).
@@ -350,9 +351,11 @@ func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dat
 	defer dev.SetFused(true)
 	defer dev.SetJIT(true)
 	var out []ResidentRate
-	for _, mode := range []string{"compiled", "interpreted", "operators"} {
+	defer dev.SetAccumulators(gpu.AccRegisters)
+	for _, mode := range []string{"compiled", "compiled, bounded", "compiled, shared", "interpreted", "operators"} {
 		dev.SetFused(mode != "operators")
-		dev.SetJIT(mode == "compiled")
+		dev.SetJIT(strings.HasPrefix(mode, "compiled"))
+		dev.SetAccumulators(map[string]gpu.Accumulators{"compiled, bounded": gpu.AccBounded, "compiled, shared": gpu.AccShared}[mode])
 		r := ResidentRate{Query: q, Path: "operators", Rows: g.Rows, InputBytes: g.Bytes}
 		var state *cpu.Batch
 		var st gpu.Stats
@@ -368,7 +371,7 @@ func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dat
 		}
 		switch {
 		case st.Fused && st.Compiled:
-			r.Path = "fused, compiled"
+			r.Path = "fused, compiled, accumulators in " + st.Accumulators.String()
 		case st.Fused:
 			r.Path = "fused, interpreted"
 		}

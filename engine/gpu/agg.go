@@ -23,6 +23,8 @@ type Stats struct {
 	// KernelNs is the GPU time of the compiled kernels (events around
 	// each launch; 0 on the other paths).
 	KernelNs int64
+	// Accumulators is where the compiled aggregate kernel accumulated.
+	Accumulators Accumulators
 }
 
 // Partial runs ops (a scan pipeline's streaming ops and partial aggregate,

@@ -54,6 +54,7 @@ type Device struct {
 	// compiled form (SetJIT).
 	operatorAtATime atomic.Bool
 	noJIT           atomic.Bool
+	acc             atomic.Int32 // Accumulators (SetAccumulators)
 	jit             jitCache
 }
 
@@ -267,10 +268,17 @@ func (d *Device) launch(s *cuda.Stream, mod, name string, n, shared int, args ..
 
 // launchFn is launch for a resolved function.
 func (d *Device) launchFn(s *cuda.Stream, f *cuda.Function, n, shared int, args ...any) error {
-	blocks := (n + blockThreads - 1) / blockThreads
-	if limit := 8 * max(d.info.SMs, 1); blocks > limit {
+	return d.launchBlock(s, f, n, blockThreads, shared, args...)
+}
+
+// launchBlock is launchFn with blocks of block threads (at most
+// 8·blockThreads/block blocks per multiprocessor: the same threads in
+// flight).
+func (d *Device) launchBlock(s *cuda.Stream, f *cuda.Function, n, block, shared int, args ...any) error {
+	blocks := (n + block - 1) / block
+	if limit := 8 * blockThreads / block * max(d.info.SMs, 1); blocks > limit {
 		blocks = limit
 	}
 	blocks = max(blocks, 1)
-	return f.Launch(cuda.Dim3{X: uint32(blocks), Y: 1, Z: 1}, cuda.Dim3{X: blockThreads, Y: 1, Z: 1}, shared, s, args...)
+	return f.Launch(cuda.Dim3{X: uint32(blocks), Y: 1, Z: 1}, cuda.Dim3{X: uint32(block), Y: 1, Z: 1}, shared, s, args...)
 }

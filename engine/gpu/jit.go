@@ -17,6 +17,58 @@ import (
 // same program where NVRTC is missing; both read the same instruction
 // set, so fused_test.go's host reading checks what both compute.
 
+// Accumulators is where the compiled aggregate kernel keeps each
+// thread's running aggregates (NGROUPS x NAGG of them).
+type Accumulators int32
+
+const (
+	// AccRegisters: in registers, every row updating every group's slot
+	// through a select (no branch, no memory traffic; but Q1's 4 x 6 slots
+	// take 164 registers a thread: 12.5% occupancy, latency-bound).
+	AccRegisters Accumulators = iota
+	// AccBounded: AccRegisters compiled with __launch_bounds__(256, 4),
+	// so at most 64 registers and the rest spilled to local memory (L1).
+	AccBounded
+	// AccShared: in shared memory, one column of slots per thread
+	// ([slot][thread], so a warp's accesses fall in distinct banks), each
+	// row updating only its own group's slots; 128-thread blocks, and
+	// only where NGROUPS x NAGG x 128 x 8 bytes fit in 48 KiB (otherwise
+	// AccRegisters runs).
+	AccShared
+)
+
+// String names the mode as the bench reports it.
+func (a Accumulators) String() string {
+	switch a {
+	case AccBounded:
+		return "registers, bounded"
+	case AccShared:
+		return "shared memory"
+	}
+	return "registers"
+}
+
+// sharedBlock is AccShared's block size, sharedSlots the most slots
+// (groups x aggregates) it keeps in 48 KiB of shared memory.
+const (
+	sharedBlock = 128
+	sharedSlots = 48 << 10 / (8 * sharedBlock)
+)
+
+// SetAccumulators picks where the compiled aggregate kernel accumulates
+// (for A/B runs and tests of each).
+func (d *Device) SetAccumulators(a Accumulators) { d.acc.Store(int32(a)) }
+
+// accumulators is the mode a pipeline of slots aggregate slots and
+// ngroups groups runs with.
+func (d *Device) accumulators(ngroups, slots int) Accumulators {
+	a := Accumulators(d.acc.Load())
+	if a == AccShared && max(ngroups, 1)*slots > sharedSlots {
+		return AccRegisters
+	}
+	return a
+}
+
 // jitCache holds the compiled pipelines of a device.
 type jitCache struct {
 	once   sync.Once
@@ -61,7 +113,7 @@ func (d *Device) jitOn() bool {
 
 // launchJIT launches kernel name of the module compiled from src over the
 // run's rows.
-func (r *run) launchJIT(src, name string, shared int, args ...any) error {
+func (r *run) launchJIT(src, name string, block, shared int, args ...any) error {
 	m, err := r.d.jitModule(src)
 	if err != nil {
 		return err
@@ -71,7 +123,7 @@ func (r *run) launchJIT(src, name string, shared int, args ...any) error {
 		return fmt.Errorf("gpu: %w", err)
 	}
 	r.launches++
-	return r.d.launchFn(r.s, f, r.n, shared, args...)
+	return r.d.launchBlock(r.s, f, r.n, block, shared, args...)
 }
 
 // jitModule returns the module compiled from src (once per source).
@@ -187,8 +239,9 @@ func (fp *fusedPlan) rowSource() string {
 }
 
 // jitSource is the whole module for ngroups groups (0: the key pass only
-// is used; its aggregate kernel is compiled for one group).
-func (fp *fusedPlan) jitSource(ngroups int, table []int64, tgid []int32) string {
+// is used; its aggregate kernel is compiled for one group), its aggregate
+// kernel accumulating as acc says.
+func (fp *fusedPlan) jitSource(ngroups int, table []int64, tgid []int32, acc Accumulators) string {
 	var b strings.Builder
 	b.WriteString(cuda.CommonHeader())
 	fmt.Fprintf(&b, "\n#define NAGG %d\n#define NGROUPS %d\n#define HAS_KEY %d\n", len(fp.slots), max(ngroups, 1), btoi(fp.key >= 0))
@@ -213,7 +266,15 @@ func (fp *fusedPlan) jitSource(ngroups int, table []int64, tgid []int32) string 
 	b.WriteString("\t}\n\treturn 0;\n}\n")
 	b.WriteString(jitHelpers)
 	b.WriteString(fp.rowSource())
-	b.WriteString(jitKernels)
+	b.WriteString(jitMark)
+	switch acc {
+	case AccShared:
+		b.WriteString(jitAggShared)
+	case AccBounded:
+		b.WriteString(strings.Replace(jitAggRegisters, "extern \"C\" __global__ void", "extern \"C\" __global__ void __launch_bounds__(256, 4)", 1))
+	default:
+		b.WriteString(jitAggRegisters)
+	}
 	return b.String()
 }
 
@@ -255,12 +316,9 @@ __device__ __forceinline__ long long pl_combine(int kind, long long a, long long
 __device__ __forceinline__ int pl_slot(long long k) { return (int)(gs_hash_int(k) >> 58); }
 `
 
-// jitKernels: jit_mark (the distinct keys of the selected rows into the
-// table, as rowprog_mark) and jit_agg (every selected row folded into
-// per-thread register accumulators of NGROUPS x NAGG, reduced per warp at
-// the end; *miss = 1 when a row's key is not in the table: the host then
-// runs jit_mark and jit_agg again).
-const jitKernels = `
+// jitMark: jit_mark puts the distinct keys of the selected rows into the
+// table, as rowprog_mark.
+const jitMark = `
 extern "C" __global__ void jit_mark(const unsigned long long *__restrict__ cols,
                                     const unsigned long long *__restrict__ offs, int n, long long *tkeys,
                                     int *failed) {
@@ -306,6 +364,13 @@ extern "C" __global__ void jit_mark(const unsigned long long *__restrict__ cols,
 	}
 }
 
+`
+
+// jitAggRegisters: jit_agg folds every selected row into per-thread
+// register accumulators of NGROUPS x NAGG (AccRegisters), reduced per warp
+// at the end; *miss = 1 when a row's key is not in the table: the host
+// then runs jit_mark and jit_agg again.
+const jitAggRegisters = `
 // pl_fold folds row i (when valid) into the thread's accumulators. It
 // has no branches, so the two rows jit_agg folds per step load their
 // columns together (more loads in flight per thread).
@@ -363,6 +428,73 @@ extern "C" __global__ void jit_agg(const unsigned long long *__restrict__ cols,
 #pragma unroll
 		for (int g = 0; g < NGROUPS; g++) {
 			long long x = acc[g][a];
+			for (int d = GS_WARP / 2; d > 0; d >>= 1) {
+				x = pl_combine(pl_kind(a), x, __shfl_down_sync(GS_FULL_MASK, x, d));
+			}
+			if (lane == 0 && x != pl_identity(pl_kind(a))) {
+				if (pl_kind(a) == 0) atomicAdd((unsigned long long *)&out[g * NAGG + a], (unsigned long long)x);
+				else if (pl_kind(a) == 1) atomicMin(&out[g * NAGG + a], x);
+				else atomicMax(&out[g * NAGG + a], x);
+			}
+		}
+	}
+	if (ovf) atomicOr(overflow, 1);
+}
+`
+
+// jitAggShared: jit_agg as jitAggRegisters computes it, its accumulators in
+// shared memory (AccShared): slot s of thread t at pl_sh[s*blockDim.x+t],
+// written only by thread t, so no synchronization; a row updates its own
+// group's NAGG slots.
+const jitAggShared = `
+__device__ __forceinline__ void pl_fold_sh(int i, bool valid, const unsigned long long *__restrict__ cols,
+                                           const unsigned long long *__restrict__ offs, int *ovf, int *missed,
+                                           long long *sh, unsigned long long (&am)[NAGG]) {
+	int sel;
+	long long k, vals[NAGG];
+	pl_row(i, cols, offs, ovf, &sel, &k, vals);
+	int g = (valid && sel) ? pl_gid(k) : -2;
+	*missed |= g == -1;
+	if (g < 0) return;
+#pragma unroll
+	for (int a = 0; a < NAGG; a++) {
+		if (pl_kind(a) == 0) {
+			unsigned long long m = pl_abs(vals[a]);
+			am[a] = am[a] > m ? am[a] : m;
+		}
+		long long *p = &sh[(g * NAGG + a) * (int)blockDim.x];
+		*p = pl_combine(pl_kind(a), *p, vals[a]);
+	}
+}
+
+extern "C" __global__ void jit_agg(const unsigned long long *__restrict__ cols,
+                                   const unsigned long long *__restrict__ offs, int n, long long *out,
+                                   unsigned long long *absmax, int *overflow, int *miss) {
+	extern __shared__ long long pl_sh[];
+	long long *sh = pl_sh + threadIdx.x;
+	for (int s = 0; s < NGROUPS * NAGG; s++) sh[s * (int)blockDim.x] = pl_identity(pl_kind(s % NAGG));
+	unsigned long long am[NAGG];
+#pragma unroll
+	for (int a = 0; a < NAGG; a++) am[a] = 0;
+	int ovf = 0, missed = 0;
+	int stride = gridDim.x * blockDim.x;
+	for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += 2 * stride) {
+		int j = i + stride;
+		pl_fold_sh(i, true, cols, offs, &ovf, &missed, sh, am);
+		pl_fold_sh(j < n ? j : n - 1, j < n, cols, offs, &ovf, &missed, sh, am);
+	}
+	if (missed) atomicExch(miss, 1);
+	int lane = threadIdx.x & (GS_WARP - 1);
+#pragma unroll
+	for (int a = 0; a < NAGG; a++) {
+		unsigned long long m = am[a];
+		for (int d = GS_WARP / 2; d > 0; d >>= 1) {
+			unsigned long long o = __shfl_down_sync(GS_FULL_MASK, m, d);
+			m = m > o ? m : o;
+		}
+		if (lane == 0 && m != 0) atomicMax(&absmax[a], m);
+		for (int g = 0; g < NGROUPS; g++) {
+			long long x = sh[(g * NAGG + a) * (int)blockDim.x];
 			for (int d = GS_WARP / 2; d > 0; d >>= 1) {
 				x = pl_combine(pl_kind(a), x, __shfl_down_sync(GS_FULL_MASK, x, d));
 			}
@@ -460,7 +592,7 @@ func (r *run) runCompiled(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 		return nil, err
 	}
 	dCols, dOffs := dPtrs, dPtrs.Add(8*nc)
-	markSrc := fp.jitSource(1, nil, nil)
+	markSrc := fp.jitSource(1, nil, nil, AccRegisters)
 	var table []int64
 	if fp.key >= 0 {
 		table = r.d.tableOf(markSrc)
@@ -479,7 +611,7 @@ func (r *run) runCompiled(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 			return err
 		}
 		if err := kt.around(r.s, func() error {
-			return r.launchJIT(markSrc, "jit_mark", 0, dCols, dOffs, n, dT, dT.Add(8*plSlots))
+			return r.launchJIT(markSrc, "jit_mark", blockThreads, 0, dCols, dOffs, n, dT, dT.Add(8*plSlots))
 		}); err != nil {
 			return err
 		}
@@ -529,8 +661,13 @@ func (r *run) runCompiled(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 		}
 		dOut, dAbs := dRes, dRes.Add(8*ngroups*nagg)
 		dOvf, dMiss := dAbs.Add(8*nagg), dAbs.Add(8*nagg+8)
+		acc := r.d.accumulators(ngroups, nagg)
+		block, shared := blockThreads, 0
+		if acc == AccShared {
+			block, shared = sharedBlock, 8*max(ngroups, 1)*nagg*sharedBlock
+		}
 		if err := kt.around(r.s, func() error {
-			return r.launchJIT(fp.jitSource(ngroups, table, tgid), "jit_agg", 0, dCols, dOffs, n, dOut, dAbs, dOvf, dMiss)
+			return r.launchJIT(fp.jitSource(ngroups, table, tgid, acc), "jit_agg", block, shared, dCols, dOffs, n, dOut, dAbs, dOvf, dMiss)
 		}); err != nil {
 			return nil, err
 		}
@@ -567,6 +704,7 @@ func (r *run) runCompiled(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 		}
 		out, selected, groups, err := fp.state(packed, res[:ngroups*nagg], abs, ngroups)
 		st.Selected, st.Groups, st.Launches, st.Fused, st.Compiled = selected, groups, r.launches, true, true
+		st.Accumulators = acc
 		if ns, terr := kt.total(); terr == nil {
 			st.KernelNs = ns
 		}

@@ -168,3 +168,92 @@ func columnsInput(t *testing.T, fp *fusedPlan, b *cpu.Batch) []byte {
 	}
 	return w.Bytes()
 }
+
+// cudaStubs declares what the generated modules use of CUDA, so the host
+// compiler can check their syntax and types (not run them: the threads of
+// a block do not exist here).
+const cudaStubs = `#define __device__
+#define __global__
+#define __forceinline__ inline
+#define __restrict__ __restrict
+#define __shared__
+#define __launch_bounds__(threads, blocks)
+struct gs_dim3 { unsigned x, y, z; };
+static gs_dim3 threadIdx, blockIdx, blockDim, gridDim;
+static inline long long __mul64hi(long long a, long long b) { return (long long)(((__int128)a * b) >> 64); }
+static inline unsigned long long __umul64hi(unsigned long long a, unsigned long long b) { return (unsigned long long)(((unsigned __int128)a * b) >> 64); }
+template <class T> T atomicAdd(T *p, T v) { T o = *p; *p = o + v; return o; }
+template <class T> T atomicMin(T *p, T v) { T o = *p; *p = o < v ? o : v; return o; }
+template <class T> T atomicMax(T *p, T v) { T o = *p; *p = o > v ? o : v; return o; }
+template <class T> T atomicOr(T *p, T v) { T o = *p; *p = o | v; return o; }
+template <class T> T atomicExch(T *p, T v) { T o = *p; *p = v; return o; }
+template <class T> T atomicCAS(T *p, T c, T v) { T o = *p; if (o == c) *p = v; return o; }
+template <class T> T __shfl_down_sync(unsigned, T v, int) { return v; }
+template <class T> T __shfl_up_sync(unsigned, T v, int) { return v; }
+static inline void __syncthreads() {}
+`
+
+// TestJITModulesCompileOnHost checks that every generated module (the key
+// pass and each accumulator mode's aggregate kernel, with and without a
+// key) is well-formed C++ under CUDA's declarations, so a syntax error
+// fails here and not on a GPU machine. Skipped without a C++ compiler.
+func TestJITModulesCompileOnHost(t *testing.T) {
+	cxx, err := exec.LookPath("c++")
+	if err != nil {
+		t.Skip("no C++ compiler")
+	}
+	dir := t.TempDir()
+	n := 0
+	for _, c := range pipelineCases() {
+		if !c.compiles {
+			continue
+		}
+		b := randomBatch(64, c.distinct, uint64(c.distinct))
+		fp, err := compileFused(hostTypes(b), c.ops)
+		if err != nil {
+			t.Fatal(err)
+		}
+		table := make([]int64, plSlots)
+		tgid := make([]int32, plSlots)
+		for i := range table {
+			table[i], tgid[i] = int64(i)*7+1, int32(i%3)
+		}
+		for _, acc := range []Accumulators{AccRegisters, AccBounded, AccShared} {
+			src := cudaStubs + fp.jitSource(3, table, tgid, acc)
+			if !strings.Contains(src, "jit_mark") || !strings.Contains(src, "jit_agg") {
+				t.Fatalf("%s %s: module without its kernels", c.name, acc)
+			}
+			path := filepath.Join(dir, fmt.Sprintf("m%d.cc", n))
+			n++
+			if err := os.WriteFile(path, []byte(src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if out, err := exec.Command(cxx, "-fsyntax-only", "-w", "-std=c++17", path).CombinedOutput(); err != nil {
+				t.Fatalf("%s, %s: %v\n%s", c.name, acc, err, out)
+			}
+		}
+	}
+	if n == 0 {
+		t.Fatal("no compiled pipeline case")
+	}
+}
+
+// TestAccumulatorsFallBack: shared-memory accumulators only where their
+// slots fit in 48 KiB.
+func TestAccumulatorsFallBack(t *testing.T) {
+	d := &Device{}
+	if got := d.accumulators(4, 6); got != AccRegisters {
+		t.Fatalf("default: %s", got)
+	}
+	d.SetAccumulators(AccShared)
+	if got := d.accumulators(4, 12); got != AccShared {
+		t.Fatalf("4 x 12 slots: %s, want shared", got)
+	}
+	if got := d.accumulators(8, 7); got != AccRegisters {
+		t.Fatalf("8 x 7 slots (%d B a block): %s, want registers", 8*7*8*sharedBlock, got)
+	}
+	d.SetAccumulators(AccBounded)
+	if got := d.accumulators(8, 7); got != AccBounded {
+		t.Fatalf("bounded: %s", got)
+	}
+}

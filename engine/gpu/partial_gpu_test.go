@@ -85,10 +85,12 @@ func TestGPUPartialMatchesCPU(t *testing.T) {
 	}
 	defer s.Destroy()
 	for _, c := range pipelineCases() {
-		for _, mode := range []string{"compiled", "interpreted", "operators"} {
-			fused, jit := mode != "operators", mode == "compiled"
+		for _, mode := range []string{"compiled", "compiled, bounded", "compiled, shared", "interpreted", "operators"} {
+			fused, jit := mode != "operators", strings.HasPrefix(mode, "compiled")
 			d.SetFused(fused)
 			d.SetJIT(jit)
+			acc := map[string]Accumulators{"compiled, bounded": AccBounded, "compiled, shared": AccShared}[mode]
+			d.SetAccumulators(acc)
 			t.Run(c.name+"/"+mode, func(t *testing.T) {
 				b := randomBatch(300_007, c.distinct, uint64(c.distinct))
 				ops := c.ops
@@ -123,12 +125,16 @@ func TestGPUPartialMatchesCPU(t *testing.T) {
 				if jit && st.Fused && !st.Compiled {
 					t.Errorf("fused pipeline not compiled: %s", d.JIT())
 				}
-				t.Logf("%d rows, %d selected, %d groups, %d launches, fused %v, compiled %v", st.Rows, st.Selected, st.Groups, st.Launches, st.Fused, st.Compiled)
+				if st.Compiled && st.Accumulators != acc && !(acc == AccShared && st.Accumulators == AccRegisters) {
+					t.Errorf("accumulated in %s, asked for %s", st.Accumulators, acc)
+				}
+				t.Logf("%d rows, %d selected, %d groups, %d launches, fused %v, compiled %v (%s)", st.Rows, st.Selected, st.Groups, st.Launches, st.Fused, st.Compiled, st.Accumulators)
 			})
 		}
 	}
 	d.SetFused(true)
 	d.SetJIT(true)
+	d.SetAccumulators(AccRegisters)
 	t.Logf("run-time compiler: %s", d.JIT())
 	if p := d.Peak(); p <= 0 {
 		t.Errorf("peak device memory %d", p)
