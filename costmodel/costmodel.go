@@ -132,6 +132,15 @@ type Device struct {
 	// the machine and at the time the prices were measured (0: unknown);
 	// validate times it again beside the engine (calibrate/reference.go).
 	Reference Duration
+	// Fused, if set, prices every kernel as one fused pass over its input
+	// (the GPU backend's compiled pipelines: each column read once, every
+	// row's expressions computed whether or not a filter drops it):
+	//
+	//	T = Launch + Fused.NsExpr(b_0, r_0, Σ_i terms_i, Σ_i strTerms_i, 0, 0)
+	//
+	// in place of the per-operator sum; Ops and Profiled are then unused
+	// for kernels.
+	Fused *OpCost
 }
 
 // Slowed returns d with every compute price multiplied by factor: the
@@ -146,9 +155,16 @@ func (d Device) Slowed(factor float64) Device {
 	r := func(x Rate) Rate { return Rate(float64(x) / factor) }
 	out := d
 	out.Launch = t(d.Launch)
-	for k, c := range d.Ops {
-		out.Ops[k] = OpCost{Fixed: t(c.Fixed), ByteRate: r(c.ByteRate), RowRate: r(c.RowRate), TermRate: r(c.TermRate),
+	slow := func(c OpCost) OpCost {
+		return OpCost{Fixed: t(c.Fixed), ByteRate: r(c.ByteRate), RowRate: r(c.RowRate), TermRate: r(c.TermRate),
 			OutRate: r(c.OutRate), StrTermRate: r(c.StrTermRate), Miss: t(c.Miss), Cache: c.Cache}
+	}
+	for k, c := range d.Ops {
+		out.Ops[k] = slow(c)
+	}
+	if d.Fused != nil {
+		f := slow(*d.Fused)
+		out.Fused = &f
 	}
 	return out
 }
@@ -217,6 +233,14 @@ func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, t
 	}
 	if keys != nil && len(keys) != len(ops) {
 		panic("costmodel: WorkKeyed with keys not matching ops")
+	}
+	if d.Fused != nil {
+		var terms, str float64
+		for i := range ops {
+			terms += ops[i].Terms()
+			str += ops[i].StrTerms()
+		}
+		return d.Fused.NsExpr(float64(bytes), float64(rows), terms, str, 0, 0)
 	}
 	if len(ops) == 0 {
 		if int(kind) >= len(d.Ops) {
@@ -322,11 +346,19 @@ func (d *Device) UnmarshalYAML(n *yaml.Node) error {
 		Reference Duration             `yaml:"reference"`
 		Ops       map[string]yaml.Node `yaml:"ops"`
 		Profiled  map[string]yaml.Node `yaml:"profiled"`
+		Fused     *yaml.Node           `yaml:"fused"`
 	}
 	if err := decodeStrict(n, &raw); err != nil {
 		return err
 	}
-	d.Launch, d.Reference = raw.Launch, raw.Reference
+	d.Launch, d.Reference, d.Fused = raw.Launch, raw.Reference, nil
+	if raw.Fused != nil {
+		var c OpCost
+		if err := decodeStrict(raw.Fused, &c); err != nil {
+			return fmt.Errorf("fused: %w", err)
+		}
+		d.Fused = &c
+	}
 	d.Ops = [plan.NumOpKinds]OpCost{}
 	d.Profiled = nil
 	// Key lines: walk the mapping node to report unknown kinds by line.

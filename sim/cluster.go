@@ -78,7 +78,10 @@ var ErrUnmatched = errors.New("sim: receives wait for sends that were never star
 //	         gpu.launch; kernels_on_host: Host[node], Host.Work, rate ≤
 //	         kernel_threads cores, latency host.launch; a probe's working
 //	         set (cost model cache term) is the input of the hash-build
-//	         kernels of its table on the same node and device
+//	         kernels of its table on the same node and device;
+//	         gpu_scans_only: only scan units' kernels on the GPU, the
+//	         others as kernels_on_host, and only scan units' h2d on PCIe
+//	         (the other copies are views: no link, no time)
 //	merge    Host[node], Host.Work core-ns, rate ≤ merge_threads, latency host.launch
 //	sync     no link; latency sync_latency
 //	send     NICOut[node][Res.Index] (+ SwitchUp[node], SwitchDown[peer]
@@ -182,6 +185,10 @@ func (c *Cluster) kernelWork(dev *costmodel.Device, t *scheduler.Task) float64 {
 		return costmodel.TableBytes(bt.op, bt.rows)
 	}, sharers, keys)
 }
+
+// scanUnit reports whether t works on one unit of a scan (its table's
+// chunks), not on exchanged or merged data.
+func scanUnit(t *scheduler.Task) bool { return t.Table >= 0 && t.Unit >= 0 }
 
 // rec is the payload of one flow: the task it executes and, for a send
 // with a matched receive, the receive.
@@ -412,6 +419,9 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 		if err := c.check(t, node, t.Device, nd.GPUs, "device"); err != nil {
 			return err
 		}
+		if nd.GPUScansOnly && !(t.Kind == scheduler.TaskH2D && scanUnit(t)) {
+			break // a view of host memory: no link, no time
+		}
 		if t.Kind == scheduler.TaskH2D {
 			ls = append(ls, c.h2d[node][t.Device])
 		} else {
@@ -423,7 +433,7 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 		if err := c.check(t, node, t.Device, nd.GPUs, "device"); err != nil {
 			return err
 		}
-		if nd.KernelsOnHost {
+		if nd.KernelsOnHost || (nd.GPUScansOnly && !scanUnit(t)) {
 			ls = append(ls, c.host[node])
 			spec.Size = c.kernelWork(&p.Host, t)
 			spec.Latency = p.Host.Launch.Ns()

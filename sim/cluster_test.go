@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"gostachio/costmodel"
 	"gostachio/plan"
 	"gostachio/scheduler"
 	"gostachio/traces"
@@ -329,5 +330,70 @@ func TestClusterSharedMachine(t *testing.T) {
 		if hosts != wantHost {
 			t.Errorf("shared %v: %d host links, want %d", shared, hosts, wantHost)
 		}
+	}
+}
+
+// TestClusterGPUScansOnly: with node.gpu_scans_only (the engine's GPU
+// backend) a scan unit's kernel runs on the GPU, priced as one fused pass
+// (gpu.fused), and its h2d crosses PCIe; a kernel of exchanged data runs on
+// the host, and the other copies take no time.
+func TestClusterGPUScansOnly(t *testing.T) {
+	p, err := LoadProfile("testdata/profiles/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Node.GPUScansOnly, p.Node.KernelThreads = true, 1
+	p.GPU.Fused = &costmodel.OpCost{Fixed: 10_000, ByteRate: 1e12, TermRate: 1e9}
+	p.Host.Ops[plan.OpFilter] = costmodel.OpCost{RowRate: 1e9}
+	if err := p.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	// Two ops of 1 + 2 terms: Σ terms 3 on every row (a fused pass
+	// computes them whether or not the filter keeps the row).
+	ops := []plan.Op{
+		{Kind: plan.OpFilter, Selectivity: 0.5, Expr: plan.Lt(plan.Col("a"), plan.Int(3))},
+		{Kind: plan.OpProject, Selectivity: 1, Expr: plan.Projection{{Name: "x", E: plan.Add(plan.Col("a"), plan.Col("b"))}, {Name: "y", E: plan.Mul(plan.Col("a"), plan.Col("b"))}}},
+	}
+	terms := ops[0].Terms() + ops[1].Terms()
+	scan := func(kind scheduler.TaskKind, res scheduler.ResourceKind) scheduler.Task {
+		return scheduler.Task{Kind: kind, Res: scheduler.Resource{Kind: res}, Table: 0, Unit: 3, Bytes: 1e9, Rows: 1e6, Ops: ops, OpKind: plan.OpProject}
+	}
+	exchanged := func(kind scheduler.TaskKind, res scheduler.ResourceKind) scheduler.Task {
+		t := scan(kind, res)
+		t.Table = -1
+		return t
+	}
+	for _, tc := range []struct {
+		name string
+		task scheduler.Task
+		want int64
+	}{
+		// launch 5us + fixed 10us + 1e9 B at 1 TB/s + 1e6 rows x terms at 1 G/s.
+		{"scan kernel on the GPU", scan(scheduler.TaskKernel, scheduler.ResGPU), 5_000 + 10_000 + 1_000_000 + int64(terms*1e6)},
+		// launch 2us + 1e6 rows at 1 G rows/s (the filter; project unpriced).
+		{"exchanged kernel on the host", exchanged(scheduler.TaskKernel, scheduler.ResGPU), 2_000 + 1_000_000},
+		// 1e9 B at 2 B/ns + 10us.
+		{"scan h2d on PCIe", scan(scheduler.TaskH2D, scheduler.ResH2D), 10_000 + 500_000_000},
+		{"exchanged h2d free", exchanged(scheduler.TaskH2D, scheduler.ResH2D), 0},
+		{"d2h free", scan(scheduler.TaskD2H, scheduler.ResD2H), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, err := NewCluster(p, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			task := tc.task
+			if err := c.Start(&task); err != nil {
+				t.Fatal(err)
+			}
+			got := drain(t, c)
+			if len(got) != 1 || int64(got[0].End-got[0].Start) != tc.want {
+				t.Fatalf("ran %+v, want %d ns", got, tc.want)
+			}
+		})
+	}
+	p.Node.KernelsOnHost = true
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "gpu_scans_only") {
+		t.Fatalf("gpu_scans_only with kernels_on_host: %v", err)
 	}
 }

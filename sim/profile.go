@@ -64,6 +64,12 @@ type NodeSpec struct {
 	// host's cores with merges.
 	KernelsOnHost bool    `yaml:"kernels_on_host"`
 	KernelThreads float64 `yaml:"kernel_threads"`
+	// GPUScansOnly mirrors the engine's GPU backend (engine/gpu): only
+	// the kernels of scan units run on the GPU and only their h2d copies
+	// cross PCIe; the kernels of pipelines fed by an exchange or a merge
+	// run on the host (priced by Host, KernelThreads cores each) and their
+	// copies are views, free. Not with KernelsOnHost.
+	GPUScansOnly bool `yaml:"gpu_scans_only,omitempty"`
 	// CPUSlots, with KernelsOnHost, is how many kernels and merges a node
 	// runs at once (the CPU engine's GOMAXPROCS slots): a task that finds
 	// them taken waits for one, first come first served, where with 0
@@ -216,6 +222,8 @@ func (p *Profile) Validate() error {
 		return fmt.Errorf("node.colocation needs node.shared_machine")
 	case n.MergeThreads < 0 || n.KernelThreads < 0:
 		return fmt.Errorf("node.merge_threads and node.kernel_threads must not be negative")
+	case n.GPUScansOnly && (n.KernelsOnHost || n.KernelThreads <= 0):
+		return fmt.Errorf("node.gpu_scans_only needs kernels on the GPU (no kernels_on_host) and a positive kernel_threads for the host's kernels")
 	case n.CPUSlots < 0 || (n.CPUSlots > 0 && !n.KernelsOnHost):
 		return fmt.Errorf("node.cpu_slots %d: want 0, or a positive count with kernels_on_host", n.CPUSlots)
 	case n.DeviceMemory <= 0 || n.PinnedMemory <= 0:
