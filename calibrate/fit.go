@@ -28,6 +28,10 @@ type ProfileOptions struct {
 	// Provenance goes into the profile as is (the caller fills Date and
 	// Source; FitProfile never reads the clock, so refits are identical).
 	Provenance costmodel.Provenance
+	// HostCores, for a GPU profile (samples of the GPU backend), is the
+	// host's cores for the kernels and merges it runs (default
+	// GOMAXPROCS).
+	HostCores int
 }
 
 // Component is one fitted part of the model and its fit quality.
@@ -80,7 +84,7 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 		opts.Devices = runtime.GOMAXPROCS(0)
 	}
 	var reads []costmodel.ReadSample
-	var h2d []costmodel.OpSample
+	var h2d, gpuH2D, gpuKernels []costmodel.OpSample
 	var launch, reference []float64
 	var steals []Sample
 	ops := map[string][]costmodel.OpSample{}
@@ -99,6 +103,10 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 			reference = append(reference, float64(s.Ns))
 		case CompSteal:
 			steals = append(steals, s)
+		case CompGPUH2D:
+			gpuH2D = append(gpuH2D, costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns)})
+		case CompGPUKernel:
+			gpuKernels = append(gpuKernels, costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns), Terms: s.Terms, StrTerms: s.StrTerms})
 		case CompKernel:
 			if _, err := plan.ParseOpKind(s.Op); err != nil {
 				return nil, fmt.Errorf("calibrate: sample %q: %w", s.Case, err)
@@ -149,6 +157,26 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 		// Free per byte (or not measured): the profile still needs a
 		// positive PCIe rate.
 		h2dT.Bandwidth = 1e12
+	}
+	onGPU := len(gpuH2D) > 0 || len(gpuKernels) > 0
+	var gpuCopy costmodel.Transfer
+	var fused costmodel.OpCost
+	if onGPU {
+		if len(gpuH2D) == 0 || len(gpuKernels) == 0 {
+			return nil, fmt.Errorf("calibrate: GPU samples need both %s and %s (have %d, %d)", CompGPUH2D, CompGPUKernel, len(gpuH2D), len(gpuKernels))
+		}
+		if gpuCopy, q, err = costmodel.FitTransfer(gpuH2D); err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", CompGPUH2D, err)
+		}
+		if gpuCopy.Bandwidth <= 0 {
+			return nil, fmt.Errorf("calibrate: %s: the fit left no bandwidth (copies that do not grow with their bytes?)", CompGPUH2D)
+		}
+		f.Components = append(f.Components, Component{CompGPUH2D, fmt.Sprintf("bandwidth %s latency %s", gpuCopy.Bandwidth, gpuCopy.Latency), q})
+		if fused, q, err = costmodel.FitOpCost(gpuKernels); err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", CompGPUKernel, err)
+		}
+		f.Components = append(f.Components, Component{CompGPUKernel, fmt.Sprintf("fixed %s bytes %s rows %s terms %s str-terms %s", fused.Fixed,
+			rateText(fused.ByteRate), countText(fused.RowRate), termText(fused.TermRate), termText(fused.StrTermRate)), q})
 	}
 	var launchNs costmodel.Duration
 	if len(launch) > 0 {
@@ -205,16 +233,30 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 
 	var y strings.Builder
 	pv := opts.Provenance
-	fmt.Fprintf(&y, "# Calibrated by `gostachio calibrate` (%s) on %s: a pure function of the\n", pv.Source, pv.Hostname)
-	fmt.Fprintf(&y, "# samples saved beside it. The node mirrors the CPU engine: %d worker groups\n", opts.Devices)
-	fmt.Fprintf(&y, "# (devices) sharing %d CPU slots, kernels on the host one core each.\n", opts.Devices)
-	fmt.Fprintf(&y, "name: %s\n", opts.Name)
-	fmt.Fprintf(&y, "description: %s\n", strconv.Quote(fmt.Sprintf("CPU engine on %s, %d cores, calibrated from %s", pv.Hostname, pv.Cores, pv.Source)))
 	mem := int64(engine.DefaultMem)
 	pinned := mem / 4
-	fmt.Fprintf(&y, "node:\n  gpus: %d\n  ssds: 1\n  nics: 1\n  host_cores: %d\n  merge_threads: 1\n  kernels_on_host: true\n  kernel_threads: 1\n",
-		opts.Devices, opts.Devices)
-	fmt.Fprintf(&y, "  cpu_slots: %d  # the engine's CPU slots: a kernel waits for one, it does not share a core\n", opts.Devices)
+	if onGPU {
+		cores := opts.HostCores
+		if cores <= 0 {
+			cores = runtime.GOMAXPROCS(0)
+		}
+		fmt.Fprintf(&y, "# Calibrated by `gostachio calibrate --gpu` (%s) on %s: a pure function of\n", pv.Source, pv.Hostname)
+		fmt.Fprintf(&y, "# the samples saved beside it. The node mirrors the engine's GPU backend: %d\n", opts.Devices)
+		fmt.Fprintf(&y, "# device(s) on %s, scan pipelines fused on the GPU, the rest on the host.\n", pv.GPU)
+		fmt.Fprintf(&y, "name: %s\n", opts.Name)
+		fmt.Fprintf(&y, "description: %s\n", strconv.Quote(fmt.Sprintf("GPU engine on %s (%s), calibrated from %s", pv.Hostname, pv.GPU, pv.Source)))
+		fmt.Fprintf(&y, "node:\n  gpus: %d\n  ssds: 1\n  nics: 1\n  host_cores: %d\n  merge_threads: 1\n  kernels_on_host: false\n", opts.Devices, cores)
+		fmt.Fprintf(&y, "  gpu_scans_only: true  # engine/gpu: scan units' kernels and h2d on the GPU, the rest on the host\n  kernel_threads: 1\n")
+	} else {
+		fmt.Fprintf(&y, "# Calibrated by `gostachio calibrate` (%s) on %s: a pure function of the\n", pv.Source, pv.Hostname)
+		fmt.Fprintf(&y, "# samples saved beside it. The node mirrors the CPU engine: %d worker groups\n", opts.Devices)
+		fmt.Fprintf(&y, "# (devices) sharing %d CPU slots, kernels on the host one core each.\n", opts.Devices)
+		fmt.Fprintf(&y, "name: %s\n", opts.Name)
+		fmt.Fprintf(&y, "description: %s\n", strconv.Quote(fmt.Sprintf("CPU engine on %s, %d cores, calibrated from %s", pv.Hostname, pv.Cores, pv.Source)))
+		fmt.Fprintf(&y, "node:\n  gpus: %d\n  ssds: 1\n  nics: 1\n  host_cores: %d\n  merge_threads: 1\n  kernels_on_host: true\n  kernel_threads: 1\n",
+			opts.Devices, opts.Devices)
+		fmt.Fprintf(&y, "  cpu_slots: %d  # the engine's CPU slots: a kernel waits for one, it does not share a core\n", opts.Devices)
+	}
 	fmt.Fprintf(&y, "  device_memory: %d  # engine --mem default %d MiB: 3/4 over the devices\n  pinned_memory: %d  # a quarter for I/O buffers\n",
 		(mem-pinned)/int64(opts.Devices), mem>>20, pinned)
 	fmt.Fprintf(&y, "nvme:\n  bandwidth: %s  # %s\n  latency: %dns\n  request: %d\n  task_qd: %d\n  device_qd: %d  # the reader's ring: requests in flight over all reads, first come first served\n  qd_curve:\n",
@@ -225,11 +267,21 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	if hasSteal {
 		fmt.Fprintf(&y, "  cpu_steal: %s  # ns of every host core per byte read: reads slow the cores (each at 1/(1+steal·bytes/ns))\n", num(steal))
 	}
-	fmt.Fprintf(&y, "pcie:  # the CPU h2d: views of the read buffers + string-offset checks\n  h2d: %s\n  d2h: %s\n  latency: %dns\n  gpudirect_nic: false\n",
-		num(float64(h2dT.Bandwidth)), num(float64(h2dT.Bandwidth)), h2dT.Latency)
+	if onGPU {
+		fmt.Fprintf(&y, "pcie:  # a scan unit's upload from pinned read buffers (engine/gpu Upload)\n  h2d: %s\n  d2h: %s\n  latency: %dns\n  gpudirect_nic: false\n",
+			num(float64(gpuCopy.Bandwidth)), num(float64(gpuCopy.Bandwidth)), gpuCopy.Latency)
+	} else {
+		fmt.Fprintf(&y, "pcie:  # the CPU h2d: views of the read buffers + string-offset checks\n  h2d: %s\n  d2h: %s\n  latency: %dns\n  gpudirect_nic: false\n",
+			num(float64(h2dT.Bandwidth)), num(float64(h2dT.Bandwidth)), h2dT.Latency)
+	}
 	fmt.Fprintf(&y, "nic:  # exchange between worker groups is in memory: dispatch only\n  bandwidth: 1e12\n  latency: %dns\n", launchNs)
 	fmt.Fprintf(&y, "switch:\n  oversubscription: 1\nintra_node:\n  path: nic\nsync_latency: 0s  # a sync on the CPU engine is free\n")
-	fmt.Fprintf(&y, "gpu:\n  launch: 0s  # unused: kernels_on_host\n")
+	if onGPU {
+		fmt.Fprintf(&y, "gpu:\n  launch: 0s  # in fused.fixed\n  fused: {fixed: %dns, bytes: %s, rows: %s, terms: %s, str_terms: %s}  # one compiled kernel per scan unit\n",
+			fused.Fixed, num(float64(fused.ByteRate)), num(float64(fused.RowRate)), num(float64(fused.TermRate)), num(float64(fused.StrTermRate)))
+	} else {
+		fmt.Fprintf(&y, "gpu:\n  launch: 0s  # unused: kernels_on_host\n")
+	}
 	fmt.Fprintf(&y, "host:\n  launch: %dns\n", launchNs)
 	if referenceNs > 0 {
 		fmt.Fprintf(&y, "  reference: %dns  # the CPU reference workload's time here and now (validate compares its own)\n", referenceNs)
@@ -255,6 +307,9 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	fmt.Fprintf(&y, "provenance:\n  hostname: %s\n  cpu: %s\n  cores: %d\n  os: %s\n  engine: %s\n  revision: %s\n  date: %s\n  source: %s\n",
 		strconv.Quote(pv.Hostname), strconv.Quote(pv.CPU), pv.Cores, strconv.Quote(pv.OS), strconv.Quote(pv.Engine),
 		strconv.Quote(pv.Revision), strconv.Quote(pv.Date), strconv.Quote(pv.Source))
+	if pv.GPU != "" {
+		fmt.Fprintf(&y, "  gpu: %s\n", strconv.Quote(pv.GPU))
+	}
 	f.YAML = []byte(y.String())
 	p, err := sim.ParseProfile(opts.Name, f.YAML)
 	if err != nil {

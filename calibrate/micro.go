@@ -46,6 +46,9 @@ type MicroOptions struct {
 	// Quick measures few, small points (tests): seconds instead of a
 	// minute.
 	Quick bool
+	// NoSteal skips the compute loops beside reads (what reads take from
+	// the cores: the CPU engine's concern, not the GPU backend's).
+	NoSteal bool
 	// Log receives progress lines (nil: none).
 	Log io.Writer
 }
@@ -87,12 +90,14 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 		return nil, err
 	}
 	out = append(out, rs...)
-	fmt.Fprintln(logw, "calibrate: compute loops beside reads (what reads take from the cores)")
-	ss, err := microSteal(ctx, ds, opts, logw)
-	if err != nil {
-		return nil, err
+	if !opts.NoSteal {
+		fmt.Fprintln(logw, "calibrate: compute loops beside reads (what reads take from the cores)")
+		ss, err := microSteal(ctx, ds, opts, logw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ss...)
 	}
-	out = append(out, ss...)
 	fmt.Fprintln(logw, "calibrate: task dispatch")
 	out = append(out, microLaunch())
 	passes := opts.Passes

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 
 	"gostachio/costmodel"
+	"gostachio/dataset"
+	"gostachio/engine/gpu"
 )
 
 // Options of Calibrate (`gostachio calibrate`).
@@ -34,6 +36,54 @@ type Options struct {
 	// itself never does, so refits of equal samples and dates are
 	// byte-identical).
 	Date string
+	// UseGPU, with Micro, calibrates a profile of the engine's GPU
+	// backend on CUDA device GPUOrdinal (otherwise: the CPU engine's): the
+	// GPU micro-benchmarks (RunGPUMicro) join the storage, dispatch and
+	// host kernel ones (the host runs the pipelines after the exchange),
+	// and the profile models one device.
+	UseGPU     bool
+	GPUOrdinal int
+	// GPUName goes into a refit GPU profile's provenance (FromSamples).
+	GPUName string
+}
+
+// gpuMicro is RunMicro without the compute-beside-reads windows (the GPU
+// engine's host is not what bounds it) followed by RunGPUMicro on device
+// ordinal; it returns the samples and the device's name.
+func gpuMicro(ctx context.Context, ordinal int, mo MicroOptions) ([]Sample, string, error) {
+	dev, err := gpu.Open(ordinal, 0)
+	if err != nil {
+		return nil, "", fmt.Errorf("calibrate --gpu %d: %w", ordinal, err)
+	}
+	defer dev.Close()
+	fmt.Fprintf(mo.Log, "calibrate: GPU %d: %s (%d SMs), pipelines %s\n", ordinal, dev.Info().Name, dev.Info().SMs, dev.JIT())
+	mo.NoSteal = true
+	if mo.Passes <= 0 {
+		mo.Passes = 1
+	}
+	samples, err := RunMicro(ctx, mo)
+	if err != nil {
+		return nil, "", err
+	}
+	ds, err := dataset.Open(mo.Data)
+	if err != nil {
+		return nil, "", fmt.Errorf("calibrate: %w", err)
+	}
+	gs, err := RunGPUMicro(ctx, dev, ds, mo.Reps, mo.Quick, mo.Log)
+	if err != nil {
+		return nil, "", err
+	}
+	return append(samples, gs...), dev.Info().Name, nil
+}
+
+// hasGPUSamples reports whether samples measured the GPU backend.
+func hasGPUSamples(samples []Sample) bool {
+	for _, s := range samples {
+		if s.Component == CompGPUH2D || s.Component == CompGPUKernel {
+			return true
+		}
+	}
+	return false
 }
 
 // SamplesPath is where the samples of profile out are saved.
@@ -62,6 +112,7 @@ func Calibrate(ctx context.Context, opts Options, stdout, stderr io.Writer) erro
 	}
 	pv := costmodel.HostProvenance()
 	pv.Date = opts.Date
+	devices := 0 // ProfileOptions' default: the CPU engine's
 	var samples []Sample
 	var err error
 	switch {
@@ -70,10 +121,22 @@ func Calibrate(ctx context.Context, opts Options, stdout, stderr io.Writer) erro
 			return fmt.Errorf("calibrate: --micro needs --data DIR (a dataset: its lineitem file is read, its tables feed the kernels)")
 		}
 		pv.Source = "micro-benchmarks"
-		samples, err = RunMicro(ctx, MicroOptions{Data: opts.Data, Seed: opts.Seed, Reps: opts.Reps, Passes: opts.Passes, Quick: opts.Quick, Log: stderr})
+		mo := MicroOptions{Data: opts.Data, Seed: opts.Seed, Reps: opts.Reps, Passes: opts.Passes, Quick: opts.Quick, Log: stderr}
+		if opts.UseGPU {
+			var gpuName string
+			samples, gpuName, err = gpuMicro(ctx, opts.GPUOrdinal, mo)
+			pv.GPU = gpuName
+			devices = 1
+		} else {
+			samples, err = RunMicro(ctx, mo)
+		}
 	case opts.FromSamples != "":
 		pv.Source = "micro-benchmarks"
 		samples, err = ReadSamplesFile(opts.FromSamples)
+		if hasGPUSamples(samples) {
+			devices = 1
+			pv.GPU = opts.GPUName
+		}
 	default:
 		pv.Source = "traces"
 		samples, err = TraceSamples(opts.Traces)
@@ -81,7 +144,7 @@ func Calibrate(ctx context.Context, opts Options, stdout, stderr io.Writer) erro
 	if err != nil {
 		return err
 	}
-	fit, err := FitProfile(samples, ProfileOptions{Name: opts.Name, Provenance: pv})
+	fit, err := FitProfile(samples, ProfileOptions{Name: opts.Name, Provenance: pv, Devices: devices})
 	if err != nil {
 		return err
 	}

@@ -34,6 +34,15 @@ const (
 	// Rows its length in ns, Ns the median loop; beside reads Depth deep
 	// (Depth > 0), Bytes were read during the window.
 	CompSteal = "steal"
+	// CompGPUH2D is the GPU backend's h2d of a scan unit: its columns
+	// (Bytes, as the host holds them) from pinned memory into device
+	// memory; Ns one call (gpumicro.go).
+	CompGPUH2D = "gpu-h2d"
+	// CompGPUKernel is one fused pipeline on the GPU over Bytes / Rows of
+	// resident input, Terms / StrTerms the sum of its operators' (what a
+	// fused pass computes per row), the partial state back on the host;
+	// Ns one call.
+	CompGPUKernel = "gpu-kernel"
 )
 
 // Sample is one micro-benchmark measurement.

@@ -15,6 +15,7 @@ import (
 
 	"gostachio/dataset"
 	"gostachio/engine"
+	"gostachio/engine/gpu"
 	"gostachio/experiments"
 	"gostachio/internal/machine"
 	"gostachio/internal/stats"
@@ -66,6 +67,12 @@ type ValidateOptions struct {
 	// Out, if set, is a folder for results.csv (experiments format: engine
 	// and sim rows) and the sim-vs-engine figure.
 	Out string
+	// UseGPU runs the engine's GPU backend on CUDA device GPUOrdinal (as
+	// `query --gpu`: scan pipelines on the GPU, reads into pinned memory),
+	// against a profile calibrated for it (calibrate --gpu: node
+	// gpu_scans_only); the engine runs as many devices as the profile.
+	UseGPU     bool
+	GPUOrdinal int
 	// Log receives progress and warnings (nil: discarded).
 	Log io.Writer
 }
@@ -256,8 +263,13 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	if g := prof.Node.GPUs; g != runtime.GOMAXPROCS(0) {
-		fmt.Fprintf(logw, "warning: profile %s has %d devices, the engine here runs %d worker groups\n", prof.Name, g, runtime.GOMAXPROCS(0))
+	switch {
+	case opts.UseGPU && !prof.Node.GPUScansOnly:
+		return nil, fmt.Errorf("calibrate: validate --gpu: profile %s does not model the GPU backend (node.gpu_scans_only): calibrate one with --micro --gpu", prof.Name)
+	case !opts.UseGPU && prof.Node.GPUScansOnly:
+		return nil, fmt.Errorf("calibrate: validate: profile %s models the GPU backend: validate it with --gpu N", prof.Name)
+	case !opts.UseGPU && prof.Node.GPUs != runtime.GOMAXPROCS(0):
+		fmt.Fprintf(logw, "warning: profile %s has %d devices, the engine here runs %d worker groups\n", prof.Name, prof.Node.GPUs, runtime.GOMAXPROCS(0))
 	}
 	ds, err := dataset.Open(opts.Data)
 	if err != nil {
@@ -290,7 +302,22 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	// Engine: rounds of all cases in a seeded random order.
 	defer engine.TuneGC()()
 	engine.FitHeapLimit(ds)
-	reader, err := engine.OpenSession(ctx, ds, engine.QueryOptions{Log: logw})
+	base := engine.QueryOptions{Log: logw}
+	if opts.UseGPU {
+		dev, err := gpu.Open(opts.GPUOrdinal, 0)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: validate --gpu %d: %w", opts.GPUOrdinal, err)
+		}
+		defer dev.Close()
+		fmt.Fprintf(logw, "GPU %d: %s (%d SMs), pipelines %s\n", opts.GPUOrdinal, dev.Info().Name, dev.Info().SMs, dev.JIT())
+		pool, unpin, err := dev.PinnedPool(engine.DefaultMem / 4)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: validate --gpu %d: %w", opts.GPUOrdinal, err)
+		}
+		defer unpin()
+		base.GPU, base.Devices, base.Allocator = dev, prof.Node.GPUs, pool
+	}
+	reader, err := engine.OpenSession(ctx, ds, base)
 	if err != nil {
 		return nil, err
 	}
@@ -312,7 +339,9 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 			reference()
 		}
 		c := &cases[run.Case]
-		res, err := engine.Query(ctx, ds, c.Query, engine.QueryOptions{Policy: c.Policy, Set: c.Set, Reader: reader, Log: logw})
+		qo := base
+		qo.Policy, qo.Set, qo.Reader = c.Policy, c.Set, reader
+		res, err := engine.Query(ctx, ds, c.Query, qo)
 		if err != nil {
 			return nil, err
 		}
@@ -330,7 +359,10 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 		if opts.RescaleCPU {
 			cpu.Rescaled, cpu.UnscaledMedianAbs, cpu.UnscaledMeanErr = true, rep.MedianAbs, rep.MeanErr
 			scaled := *prof
-			scaled.Host, scaled.GPU = prof.Host.Slowed(cpu.Ratio), prof.GPU.Slowed(cpu.Ratio)
+			scaled.Host = prof.Host.Slowed(cpu.Ratio)
+			if !opts.UseGPU {
+				scaled.GPU = prof.GPU.Slowed(cpu.Ratio) // a CPU profile's "GPU" is the host too
+			}
 			if err := simulateCases(ctx, cases, &scaled, sf, tables); err != nil {
 				return nil, err
 			}

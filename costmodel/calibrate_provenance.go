@@ -31,6 +31,9 @@ type Provenance struct {
 	Date     string `yaml:"date"`
 	// Source is "micro-benchmarks" or "traces DIR".
 	Source string `yaml:"source"`
+	// GPU names the device a GPU profile was measured on (not compared:
+	// finding it needs the driver).
+	GPU string `yaml:"gpu,omitempty"`
 }
 
 // HostProvenance describes this machine and engine (Date and Source left

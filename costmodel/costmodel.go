@@ -346,19 +346,12 @@ func (d *Device) UnmarshalYAML(n *yaml.Node) error {
 		Reference Duration             `yaml:"reference"`
 		Ops       map[string]yaml.Node `yaml:"ops"`
 		Profiled  map[string]yaml.Node `yaml:"profiled"`
-		Fused     *yaml.Node           `yaml:"fused"`
+		Fused     yaml.Node            `yaml:"fused"`
 	}
 	if err := decodeStrict(n, &raw); err != nil {
 		return err
 	}
 	d.Launch, d.Reference, d.Fused = raw.Launch, raw.Reference, nil
-	if raw.Fused != nil {
-		var c OpCost
-		if err := decodeStrict(raw.Fused, &c); err != nil {
-			return fmt.Errorf("fused: %w", err)
-		}
-		d.Fused = &c
-	}
 	d.Ops = [plan.NumOpKinds]OpCost{}
 	d.Profiled = nil
 	// Key lines: walk the mapping node to report unknown kinds by line.
@@ -369,6 +362,12 @@ func (d *Device) UnmarshalYAML(n *yaml.Node) error {
 			opsNode = n.Content[i+1]
 		case "profiled":
 			profNode = n.Content[i+1]
+		case "fused":
+			var c OpCost
+			if err := decodeStrict(n.Content[i+1], &c); err != nil {
+				return fmt.Errorf("line %d: fused: %w", n.Content[i].Line, err)
+			}
+			d.Fused = &c
 		}
 	}
 	if profNode != nil && profNode.Kind == yaml.MappingNode {

@@ -262,3 +262,30 @@ func TestAggregateWorkingSetIsItsState(t *testing.T) {
 		t.Errorf("no keys: %g ns, want 1000 (no state to miss on)", got)
 	}
 }
+
+// TestFusedDevice: a device with fused prices a kernel as one pass over its
+// input, whatever its operators (rows·Σterms on every row), Slowed slows
+// it, and its keys are checked.
+func TestFusedDevice(t *testing.T) {
+	var d Device
+	if err := yaml.Unmarshal([]byte("launch: 0s\nfused: {fixed: 10us, bytes: 1GB/s, terms: 1G/s}\n"), &d); err != nil {
+		t.Fatal(err)
+	}
+	ops := []plan.Op{
+		{Kind: plan.OpFilter, Selectivity: 0.1, Expr: plan.Lt(plan.Col("a"), plan.Int(3))},
+		{Kind: plan.OpAggPartial, Expr: plan.Aggs{plan.Sum("s", plan.Mul(plan.Col("a"), plan.Col("b")))}},
+	}
+	terms := ops[0].Terms() + ops[1].Terms()
+	want := 10_000 + 1e6 + 1e3*terms // 1e6 B at 1 B/ns, 1e3 rows x terms at 1/ns
+	if got := d.Work(ops, plan.OpAggPartial, 1e6, 1e3); math.Abs(got-want) > 1e-6 {
+		t.Fatalf("Work = %g, want %g", got, want)
+	}
+	slow := d.Slowed(2)
+	if got := slow.Work(ops, plan.OpAggPartial, 1e6, 1e3); math.Abs(got-2*want) > 1e-6 {
+		t.Fatalf("Slowed(2).Work = %g, want %g", got, 2*want)
+	}
+	err := yaml.Unmarshal([]byte("fused: {fixed: 10us, byte: 1GB/s}\n"), &d)
+	if err == nil || !strings.Contains(err.Error(), `"byte"`) {
+		t.Fatalf("unknown key in fused: %v", err)
+	}
+}

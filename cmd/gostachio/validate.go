@@ -18,7 +18,8 @@ func newValidateCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "validate --profile P --data DIR --queries all --policies serial,overlap [--sets \"chunk=16MiB;chunk=64MiB\"]",
 		Short: "Run queries on the engine and in the simulator and report the simulator's prediction error",
-		Long: `validate runs every query x policy x knob set on the CPU engine (cold, O_DIRECT;
+		Long: `validate runs every query x policy x knob set on the CPU engine (or with --gpu N
+its GPU backend; cold, O_DIRECT;
 --rounds times in a seeded random order, median; --order grouped runs each case's
 rounds back to back instead) and in the simulator with the
 profile on the dataset's manifest statistics, and prints per case the measured
@@ -47,6 +48,7 @@ draws OUT/sim-vs-engine.{png,svg}.`,
 			default:
 				o.Sets = []string{set}
 			}
+			o.UseGPU = c.Flags().Changed("gpu")
 			o.Log = c.ErrOrStderr()
 			rep, err := calibrate.Validate(c.Context(), o)
 			if rep == nil {
@@ -79,6 +81,7 @@ draws OUT/sim-vs-engine.{png,svg}.`,
 	f.StringVar(&o.Order, "order", calibrate.OrderRandom, "engine runs: random (each round all cases in a new random order) or grouped (each case's warm-ups and rounds back to back: its steady state; the noise floor then omits the machine's drift between cases)")
 	f.StringVar(&o.Out, "out", "", "folder for results.csv and the sim-vs-engine figure")
 	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "scale the simulator's CPU prices by the CPU reference's time beside the engine over its time at calibration (the machine's speed drift; needs a profile with host.reference)")
+	f.IntVar(&o.GPUOrdinal, "gpu", 0, "run the engine's GPU backend on this CUDA device (as query --gpu), against a profile from calibrate --micro --gpu")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }

@@ -431,6 +431,32 @@ func (r *run) tryFused(ops []plan.Op, st *Stats) (*cpu.Batch, error) {
 
 // compileFused compiles ops over the columns of in (their types; no data
 // is read) for the fused path, or returns errNotFused.
+// Fuses reports why ops over batches shaped like b would not run as one
+// fused row program (nil: they would), without a GPU; the group count,
+// known only when rows are aggregated, is not checked.
+func Fuses(b *cpu.Batch, ops []plan.Op) error {
+	_, err := compileFused(hostTypes(b), ops)
+	return err
+}
+
+// hostTypes is a device batch that only describes b's columns (types,
+// scales, string lengths): what compileFused reads.
+func hostTypes(b *cpu.Batch) *Batch {
+	out := &Batch{Names: b.Names, Rows: b.Rows, Cols: make([]Col, len(b.Cols))}
+	for k, v := range b.Cols {
+		out.Cols[k] = Col{Type: v.Type, Scale: v.Scale}
+		if v.Type == cpu.TString {
+			c := &out.Cols[k]
+			c.MinLen = math.MaxInt
+			for i := 0; i < b.Rows; i++ {
+				l := int(v.Off[i+1] - v.Off[i])
+				c.MaxLen, c.MinLen = max(c.MaxLen, l), min(c.MinLen, l)
+			}
+		}
+	}
+	return out
+}
+
 func compileFused(in *Batch, ops []plan.Op) (*fusedPlan, error) {
 	p := &program{in: in, colIx: map[string]int{}, memo: map[string]preg{}, env: map[string]plan.Expr{}}
 	filter := -1

@@ -12,24 +12,6 @@ import (
 	"gostachio/tpch/queries"
 )
 
-// hostTypes is a device batch that only describes b's columns (types,
-// scales, string lengths): what compileFused reads.
-func hostTypes(b *cpu.Batch) *Batch {
-	out := &Batch{Names: b.Names, Rows: b.Rows, Cols: make([]Col, len(b.Cols))}
-	for k, v := range b.Cols {
-		out.Cols[k] = Col{Type: v.Type, Scale: v.Scale}
-		if v.Type == cpu.TString {
-			c := &out.Cols[k]
-			c.MinLen = math.MaxInt
-			for i := 0; i < b.Rows; i++ {
-				l := int(v.Off[i+1] - v.Off[i])
-				c.MaxLen, c.MinLen = max(c.MaxLen, l), min(c.MinLen, l)
-			}
-		}
-	}
-	return out
-}
-
 // interpret runs a compiled row program over b on the host, as
 // pipeline.cu's rowprog kernels do (an independent reading of the
 // instruction set), and returns what the kernels would bring back.
