@@ -8,7 +8,9 @@
 #   ptx.tgz        kernels/cuda/ptx rebuilt by `make ptx` (check it in)
 #   log.txt        every step's output
 #   gpubench.json  gostachio gpu bench at SF1
-#   torch.json     the PyTorch peer at SF1
+#   torch.json     the PyTorch peer at SF1 (SKIP_TORCH=1: not run)
+#   profile/       calibrate --micro --gpu 0: the GPU backend's profile and samples
+#   validate/      validate --gpu 0 of Q1 and Q6 with it (results.csv, figure, report)
 # Every step has a time limit and the script goes on after a failure, so a
 # short lease brings back all it can.
 set -u
@@ -61,14 +63,49 @@ timeout 300 "$CARRY/gostachio" gpu bench --data "$DATA" --rounds "${ROUNDS:-5}" 
 	>"$OUT/gpubench.json" 2>>"$LOG"
 echo "   exit $?" | tee -a "$LOG"
 
-step "PyTorch peer"
-PYTHONUNBUFFERED=1 timeout 300 python3 experiments/peers/pytorch/tpch_torch.py --data "$DATA" \
-	--rounds "${ROUNDS:-5}" --answers tpch/answers/sf1 --json >"$OUT/torch.json" 2>>"$LOG"
-echo "   exit $?" | tee -a "$LOG"
+step "calibrate --micro --gpu 0 (micro-benchmarks only)"
+mkdir -p "$OUT/profile" "$OUT/validate"
+run 300 "$CARRY/gostachio" calibrate --micro --gpu 0 --data "$DATA" --name gpu-calibrated --out "$OUT/profile/gpu-calibrated.yaml"
+
+step "validate --gpu 0: the simulator with that profile against the GPU backend"
+if [ -f "$OUT/profile/gpu-calibrated.yaml" ]; then
+	timeout 300 "$CARRY/gostachio" validate --gpu 0 --profile "$OUT/profile/gpu-calibrated.yaml" --data "$DATA" \
+		--queries q1,q6 --policies serial,overlap --sets "chunk=16MiB;chunk=64MiB" --rounds "${VROUNDS:-9}" --warmup 2 \
+		--out "$OUT/validate" >"$OUT/validate/report.txt" 2>>"$LOG"
+	echo "   exit $?" | tee -a "$LOG"
+	cat "$OUT/validate/report.txt" >>"$LOG"
+	run 30 "$CARRY/gostachio" sim --profile "$OUT/profile/gpu-calibrated.yaml" --data "$DATA" --query q3 --policy overlap
+fi
+
+if [ -z "${SKIP_TORCH:-}" ]; then
+	step "PyTorch peer"
+	PYTHONUNBUFFERED=1 timeout 300 python3 experiments/peers/pytorch/tpch_torch.py --data "$DATA" \
+		--rounds "${ROUNDS:-5}" --answers tpch/answers/sf1 --json >"$OUT/torch.json" 2>>"$LOG"
+	echo "   exit $?" | tee -a "$LOG"
+fi
 step "ncu: the compiled Q1 kernel (one launch)"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -n "$NCU" ] && [ -z "${NO_NCU:-}" ]; then
-	run 150 "$NCU" --target-processes all -k regex:jit_agg -c 1 --section SpeedOfLight --section Occupancy \
+	run 150 "$NCU" --target-processes all -k regex:jit_agg -c "${NCU_LAUNCHES:-6}" --section SpeedOfLight --section Occupancy \
 		--section LaunchStats "$CARRY/gostachio" gpu bench --data "$DATA" --queries q1 --rounds 1 --policies overlap
+fi
+if [ -n "${SF10:-}" ]; then
+	step "SF10: gen, Q1/Q6 on the GPU backend, the CPU engine and PyTorch (their rows compared afterwards)"
+	DATA10=$(dirname "$DATA")/sf10
+	mkdir -p "$OUT/sf10"
+	[ -f "$DATA10/manifest.json" ] || run 240 "$CARRY/gostachio" gen --sf 10 --out "$DATA10"
+	for q in q1 q6; do
+		for pol in serial overlap; do
+			timeout 120 "$CARRY/gostachio" query --data "$DATA10" --query $q --gpu 0 --policy $pol --set chunk=64MiB --format csv \
+				>"$OUT/sf10/$q-gpu-$pol.csv" 2>>"$LOG"
+			echo "   gpu $q $pol exit $?" | tee -a "$LOG"
+			timeout 120 "$CARRY/gostachio" query --data "$DATA10" --query $q --policy $pol --set chunk=64MiB --format csv \
+				>"$OUT/sf10/$q-cpu-$pol.csv" 2>>"$LOG"
+			echo "   cpu $q $pol exit $?" | tee -a "$LOG"
+		done
+	done
+	PYTHONUNBUFFERED=1 timeout 200 python3 experiments/peers/pytorch/tpch_torch.py --data "$DATA10" \
+		--rounds 3 --json >"$OUT/sf10/torch.json" 2>>"$LOG"
+	echo "   torch exit $?" | tee -a "$LOG"
 fi
 step "done"

@@ -207,7 +207,7 @@ def main():
                 rows = result_rows(q, acc)
             ok = check(q, rows, a.answers) if a.answers else None
             rec = {"query": q, "loader": loader, "device": name, "seconds": statistics.median(times),
-                   "all_seconds": times, "answer_ok": ok, "torch": torch.__version__, "pyarrow": pa.__version__}
+                   "all_seconds": times, "answer_ok": ok, "rows": rows, "torch": torch.__version__, "pyarrow": pa.__version__}
             out.append(rec)
             print("%s %s: median %.3f s over %d rounds (%s), answer %s" % (
                 q, loader, rec["seconds"], a.rounds, ", ".join("%.3f" % t for t in times),
