@@ -11,6 +11,8 @@
 #   torch.json     the PyTorch peer at SF1 (SKIP_TORCH=1: not run)
 #   profile/       calibrate --micro --gpu 0: the GPU backend's profile and samples
 #   validate/      validate --gpu 0 of Q1 and Q6 with it (results.csv, figure, report)
+#   sf10/          SF10=1: Q1 and Q6 at SF10 on the GPU, the CPU engine and PyTorch
+#   (profile/, validate/ and sf10/ come back packed in results.tgz)
 # Every step has a time limit and the script goes on after a failure, so a
 # short lease brings back all it can.
 set -u
@@ -108,4 +110,6 @@ if [ -n "${SF10:-}" ]; then
 		--rounds 3 --json >"$OUT/sf10/torch.json" 2>>"$LOG"
 	echo "   torch exit $?" | tee -a "$LOG"
 fi
+# Few files come back from the GPU machine: one archive for the folders.
+tar czf "$OUT/results.tgz" -C "$OUT" $(cd "$OUT" && ls -d profile validate sf10 2>/dev/null) && rm -rf "$OUT/profile" "$OUT/validate" "$OUT/sf10"
 step "done"

@@ -79,7 +79,9 @@ func bytesOf[T any](s []T) []byte {
 
 // Upload copies the batches (one per stored chunk, same columns) into one
 // device batch on stream s and waits for the copies: the host memory may be
-// reused when it returns. String offsets are rebased on the host.
+// reused when it returns. String offsets are rebased to the concatenation
+// on the device where pipelines are compiled (uploadStrings), otherwise on
+// the host.
 func (d *Device) Upload(s *cuda.Stream, parts []*cpu.Batch) (*Batch, error) {
 	if len(parts) == 0 {
 		return nil, fmt.Errorf("gpu: upload of no batches")
@@ -93,6 +95,16 @@ func (d *Device) Upload(s *cuda.Stream, parts []*cpu.Batch) (*Batch, error) {
 		out.Rows += p.Rows
 	}
 	var keep [][]int32 // rebased offsets, alive until the copies finished
+	// Strings are rebased and measured on the device where pipelines are
+	// compiled (NVRTC): the host then does no work per row.
+	var strMod *cuda.Module
+	var dev deviceStrings
+	if d.jitOn() && hasStrings(first) {
+		var err error
+		if strMod, err = d.jitModule(stringKernels); err != nil {
+			return nil, err
+		}
+	}
 	fail := func(err error) (*Batch, error) {
 		s.Synchronize()
 		out.Free()
@@ -138,7 +150,14 @@ func (d *Device) Upload(s *cuda.Stream, parts []*cpu.Batch) (*Batch, error) {
 			}
 			continue
 		}
-		// Strings: offsets rebased to the concatenation, bytes appended.
+		if strMod != nil {
+			if err := d.uploadStrings(s, out, k, parts, strMod, &dev); err != nil {
+				return fail(err)
+			}
+			continue
+		}
+		// Strings, on the host: offsets rebased to the concatenation,
+		// bytes appended.
 		off := make([]int32, 0, out.Rows+1)
 		total, maxLen, minLen := 0, 0, -1
 		for _, b := range parts {
@@ -183,10 +202,15 @@ func (d *Device) Upload(s *cuda.Stream, parts []*cpu.Batch) (*Batch, error) {
 			out.Bytes += int64(len(src))
 		}
 	}
+	if err := dev.finish(s, out); err != nil {
+		return fail(err)
+	}
 	if err := s.Synchronize(); err != nil {
 		return fail(err)
 	}
 	runtime.KeepAlive(keep)
+	runtime.KeepAlive(dev.host)
+	dev.apply(out)
 	return out, nil
 }
 

@@ -236,6 +236,13 @@ func TestJITModulesCompileOnHost(t *testing.T) {
 	if n == 0 {
 		t.Fatal("no compiled pipeline case")
 	}
+	path := filepath.Join(dir, "strings.cc")
+	if err := os.WriteFile(path, []byte(cudaStubs+stringKernels), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command(cxx, "-fsyntax-only", "-w", "-std=c++17", path).CombinedOutput(); err != nil {
+		t.Fatalf("string kernels: %v\n%s", err, out)
+	}
 }
 
 // TestAccumulatorsFallBack: shared-memory accumulators only where their

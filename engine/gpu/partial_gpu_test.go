@@ -1,7 +1,10 @@
 package gpu
 
 import (
+	"bytes"
+	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -244,4 +247,60 @@ func slice(b *cpu.Batch, lo, hi int) *cpu.Batch {
 		out.Cols[k] = o
 	}
 	return out
+}
+
+// TestGPUUploadStrings: an upload of three chunks (the later ones with
+// offsets that do not start at 0, and an empty one) holds the
+// concatenation's offsets and bytes and the string columns' length range,
+// whether rebased on the device (compiled) or on the host.
+func TestGPUUploadStrings(t *testing.T) {
+	d := testDevice(t)
+	s, err := d.Context().NewStream(cuda.StreamNonBlocking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	defer d.SetJIT(true)
+	b := randomBatch(70_001, 40, 7)
+	parts := []*cpu.Batch{slice(b, 0, 123), slice(b, 123, 123), slice(b, 123, 70_001)}
+	for _, jit := range []bool{true, false} {
+		d.SetJIT(jit)
+		g, err := d.Upload(s, parts)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"flag", "tag"} {
+			want, err := b.Column(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c, ok := g.col(name)
+			if !ok {
+				t.Fatalf("no column %s", name)
+			}
+			off := make([]int32, b.Rows+1)
+			if err := s.CopyDtoH(bytesOf(off), c.Off); err != nil {
+				t.Fatal(err)
+			}
+			data := make([]byte, want.Off[b.Rows])
+			if err := s.CopyDtoH(data, c.Data); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Synchronize(); err != nil {
+				t.Fatal(err)
+			}
+			lo, hi := math.MaxInt, 0
+			for i := 0; i < b.Rows; i++ {
+				l := int(want.Off[i+1] - want.Off[i])
+				lo, hi = min(lo, l), max(hi, l)
+			}
+			if !slices.Equal(off, want.Off[:b.Rows+1]) || !bytes.Equal(data, want.Str[:want.Off[b.Rows]]) {
+				t.Fatalf("jit %v: %s: offsets or bytes differ from the concatenation", jit, name)
+			}
+			if c.MinLen != lo || c.MaxLen != hi {
+				t.Fatalf("jit %v: %s: lengths [%d, %d], want [%d, %d]", jit, name, c.MinLen, c.MaxLen, lo, hi)
+			}
+		}
+		g.Free()
+	}
 }
