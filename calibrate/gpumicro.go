@@ -158,6 +158,10 @@ func RunGPUMicro(ctx context.Context, dev *gpu.Device, ds *dataset.Dataset, reps
 			if err != nil {
 				return nil, fmt.Errorf("calibrate: gpu %q: %w", gp.name, err)
 			}
+			if err := engine.BoundGPUColumns(g, tm, 0, n); err != nil { // as the engine's units
+				g.Free()
+				return nil, fmt.Errorf("calibrate: gpu %q: %w", gp.name, err)
+			}
 			var st gpu.Stats
 			ns, err := m.time(func() error {
 				var err error

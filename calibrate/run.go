@@ -58,9 +58,6 @@ func gpuMicro(ctx context.Context, ordinal int, mo MicroOptions) ([]Sample, stri
 	defer dev.Close()
 	fmt.Fprintf(mo.Log, "calibrate: GPU %d: %s (%d SMs), pipelines %s\n", ordinal, dev.Info().Name, dev.Info().SMs, dev.JIT())
 	mo.NoSteal = true
-	if mo.Passes <= 0 {
-		mo.Passes = 1
-	}
 	samples, err := RunMicro(ctx, mo)
 	if err != nil {
 		return nil, "", err

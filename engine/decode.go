@@ -42,7 +42,7 @@ func (d *runData) copyIn(t *scheduler.Task) error {
 		return fmt.Errorf("engine: %s unit %d of %s: %w", d.plan.Name, t.Unit, table, err)
 	}
 	if gpuUnit {
-		return d.uploadUnit(t, u, bs)
+		return d.uploadUnit(t, tm, u, bs)
 	}
 	var n int64
 	for _, b := range bs {

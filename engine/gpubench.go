@@ -333,6 +333,9 @@ func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dat
 		return nil, err
 	}
 	defer g.Free()
+	if err := BoundGPUColumns(g, tm, 0, len(parts)); err != nil { // as the engine's units
+		return nil, err
+	}
 	want, err := gpu.CPUState(parts, pl.Ops)
 	if err != nil {
 		return nil, err
@@ -351,11 +354,11 @@ func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dat
 	defer dev.SetFused(true)
 	defer dev.SetJIT(true)
 	var out []ResidentRate
-	defer dev.SetAccumulators(gpu.AccRegisters)
-	for _, mode := range []string{"compiled", "compiled, bounded", "compiled, shared", "interpreted", "operators"} {
+	defer dev.SetAccumulators(gpu.AccShared)
+	for _, mode := range []string{"compiled, shared", "compiled, registers", "compiled, bounded", "interpreted", "operators"} {
 		dev.SetFused(mode != "operators")
 		dev.SetJIT(strings.HasPrefix(mode, "compiled"))
-		dev.SetAccumulators(map[string]gpu.Accumulators{"compiled, bounded": gpu.AccBounded, "compiled, shared": gpu.AccShared}[mode])
+		dev.SetAccumulators(map[string]gpu.Accumulators{"compiled, registers": gpu.AccRegisters, "compiled, bounded": gpu.AccBounded}[mode])
 		r := ResidentRate{Query: q, Path: "operators", Rows: g.Rows, InputBytes: g.Bytes}
 		var state *cpu.Batch
 		var st gpu.Stats

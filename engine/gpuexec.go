@@ -2,12 +2,15 @@ package engine
 
 import (
 	"fmt"
+	"math"
 
+	"gostachio/dataset"
 	"gostachio/engine/gpu"
 	"gostachio/kernels/cpu"
 	"gostachio/kernels/cuda"
 	"gostachio/plan"
 	"gostachio/scheduler"
+	"gostachio/tpch/schema"
 )
 
 // useGPU marks every scan pipeline to run on dev and makes each device's
@@ -59,14 +62,52 @@ func (d *runData) closeGPU() {
 // uploadUnit is the h2d of a GPU unit: its decoded chunks (views of the
 // read buffers) go to device memory on the device's copy stream; the read
 // buffers are released when it returns.
-func (d *runData) uploadUnit(t *scheduler.Task, u *unitData, bs []*cpu.Batch) error {
+func (d *runData) uploadUnit(t *scheduler.Task, tm *dataset.TableMeta, u *unitData, bs []*cpu.Batch) error {
 	g, err := d.gpu.Upload(d.gpuCopy[t.Device], bs)
 	if err != nil {
 		return fmt.Errorf("engine: %s unit %d: h2d: %w", d.plan.Name, t.Unit, err)
 	}
+	if err := BoundGPUColumns(g, tm, int(t.Chunk), int(t.Chunks)); err != nil {
+		g.Free()
+		return fmt.Errorf("engine: %s unit %d: %w", d.plan.Name, t.Unit, err)
+	}
 	d.mu.Lock()
 	u.gin = g
 	d.mu.Unlock()
+	return nil
+}
+
+// BoundGPUColumns gives the integer, decimal and date columns of g (an
+// upload of chunks [first, first+n) of tm) the range of their values
+// there, from the manifest's chunk statistics (which chunk pruning trusts
+// as well): the compiled pipelines drop the overflow checks and the sum
+// tracking that the ranges make needless.
+func BoundGPUColumns(g *gpu.Batch, tm *dataset.TableMeta, first, n int) error {
+	if first < 0 || n <= 0 || first+n > len(tm.Chunks) {
+		return fmt.Errorf("chunks [%d, %d) outside the table's %d", first, first+n, len(tm.Chunks))
+	}
+	for _, name := range g.Names {
+		ci := tm.Schema.Column(name)
+		if ci < 0 {
+			return fmt.Errorf("no column %q", name)
+		}
+		switch tm.Schema.Columns[ci].Type {
+		case schema.Int64, schema.Decimal, schema.Int32, schema.Date:
+		default:
+			continue
+		}
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+		for c := first; c < first+n; c++ {
+			st := &tm.Chunks[c].Columns[ci]
+			if st.Min.IsStr || st.Max.IsStr {
+				return fmt.Errorf("chunk %d column %s: string statistics for a %s column", c, name, tm.Schema.Columns[ci].Type)
+			}
+			lo, hi = min(lo, st.Min.Int), max(hi, st.Max.Int)
+		}
+		if err := g.Bound(name, lo, hi); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

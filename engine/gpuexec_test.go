@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"io"
+	"math"
 	"strings"
 	"testing"
 
 	"gostachio/engine/gpu"
 	"gostachio/engine/storage/alloc"
+	"gostachio/kernels/cpu"
 	"gostachio/kernels/cuda"
 )
 
@@ -81,5 +83,56 @@ func TestGPUWithoutDriver(t *testing.T) {
 	}
 	if err := RunQueries(context.Background(), RunOptions{Data: ds.Dir, Query: "q6"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "revenue") {
 		t.Fatalf("the zero options: %v, printed %q", err, out.String())
+	}
+}
+
+// TestBoundColumns: a GPU unit's integer, decimal and date columns get
+// the range of the values of its chunks (checked against the values
+// themselves, read back), string columns none.
+func TestBoundColumns(t *testing.T) {
+	ds := testData(t, 0.01)
+	tm, err := ds.Table("lineitem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cols := []string{"l_quantity", "l_extendedprice", "l_shipdate", "l_linenumber", "l_returnflag"}
+	types := []cpu.Type{cpu.TDecimal, cpu.TDecimal, cpu.TDate, cpu.TInt32, cpu.TString}
+	first := min(1, len(tm.Chunks)-1)
+	n := min(3, len(tm.Chunks)-first)
+	g := &gpu.Batch{Names: cols, Cols: make([]gpu.Col, len(cols))}
+	for i, ty := range types {
+		g.Cols[i].Type = ty
+	}
+	if err := BoundGPUColumns(g, tm, first, n); err != nil {
+		t.Fatal(err)
+	}
+	for i, name := range cols {
+		c := g.Cols[i]
+		if types[i] == cpu.TString {
+			if c.Bounded {
+				t.Errorf("%s: a string column bounded", name)
+			}
+			continue
+		}
+		lo, hi := int64(math.MaxInt64), int64(math.MinInt64)
+		for ch := first; ch < first+n; ch++ {
+			sb, err := ds.ReadChunk("lineitem", ch, []string{name})
+			if err != nil {
+				t.Fatal(err)
+			}
+			v := ChunkBatch(sb).Cols[0]
+			for r := 0; r < sb.Rows; r++ {
+				x := int64(0)
+				if v.I64 != nil {
+					x = v.I64[r]
+				} else {
+					x = int64(v.I32[r])
+				}
+				lo, hi = min(lo, x), max(hi, x)
+			}
+		}
+		if !c.Bounded || c.Lo != lo || c.Hi != hi {
+			t.Errorf("%s: bounded %v [%d, %d], want [%d, %d]", name, c.Bounded, c.Lo, c.Hi, lo, hi)
+		}
 	}
 }

@@ -31,9 +31,6 @@ prints each component's parameters and fit quality (R², MAPE).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.UseGPU = c.Flags().Changed("gpu")
-			if !c.Flags().Changed("passes") && o.UseGPU {
-				o.Passes = 0 // the GPU calibration's default
-			}
 			if o.Date == "" {
 				o.Date = time.Now().UTC().Format("2006-01-02")
 			}
@@ -52,7 +49,7 @@ prints each component's parameters and fit quality (R², MAPE).`,
 	f.IntVar(&o.Passes, "passes", 3, "whole passes over the kernel points, one after the other (the median of a point's passes is the sample)")
 	f.BoolVar(&o.Quick, "quick", false, "few, small points (seconds; for tests)")
 	f.StringVar(&o.Date, "date", "", "date recorded in the provenance (default: today, UTC)")
-	f.IntVar(&o.GPUOrdinal, "gpu", 0, "with --micro: a profile of the GPU backend on this CUDA device (its copies and fused kernels measured too; --passes defaults to 1)")
+	f.IntVar(&o.GPUOrdinal, "gpu", 0, "with --micro: a profile of the GPU backend on this CUDA device (its copies and fused kernels measured too)")
 	f.StringVar(&o.GPUName, "gpu-name", "", "with --from-samples of a GPU calibration: the device named in the provenance")
 	_ = cmd.MarkFlagRequired("out")
 	return cmd

@@ -18,10 +18,14 @@ type Col struct {
 	Data  cuda.DevicePtr
 	Off   cuda.DevicePtr
 	// MaxLen and MinLen are a string column's longest and shortest value
-	// in bytes (measured on the host at upload: group keys of short
-	// strings are packed by MaxLen; where they agree, compiled pipelines
-	// find value i at i*MaxLen without reading the offsets).
+	// in bytes (measured at upload: group keys of short strings are packed
+	// by MaxLen; where they agree, compiled pipelines find value i at
+	// i*MaxLen without reading the offsets).
 	MaxLen, MinLen int
+	// Lo and Hi, where Bounded, hold every value of an integer, decimal or
+	// date column (Batch.Bound; bounds.go).
+	Lo, Hi  int64
+	Bounded bool
 }
 
 // Batch is columns of Rows rows in device memory. The batch owns its

@@ -74,64 +74,78 @@ func TestJITRowSourceMatchesCPU(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			b := randomBatch(5_003, c.distinct, uint64(c.distinct))
-			fp, err := compileFused(hostTypes(b), c.ops)
-			if err != nil {
-				t.Fatal(err)
-			}
-			dir := t.TempDir()
-			src := hostHarness + fmt.Sprintf("#define NAGG %d\n", len(fp.slots)) + jitHelpers + fp.rowSource() + hostMain
-			// jitHelpers uses common.cuh's hash; the row function does not.
-			src = strings.Replace(src, "__device__ __forceinline__ int pl_slot(long long k) { return (int)(gs_hash_int(k) >> 58); }", "", 1)
-			if err := os.WriteFile(filepath.Join(dir, "row.cc"), []byte(src), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			bin := filepath.Join(dir, "row")
-			if out, err := exec.Command(cxx, "-O1", "-w", "-o", bin, filepath.Join(dir, "row.cc")).CombinedOutput(); err != nil {
-				t.Fatalf("c++: %v\n%s\n%s", err, out, src)
-			}
-			cmd := exec.Command(bin)
-			cmd.Stdin = bytes.NewReader(columnsInput(t, fp, b))
-			outBytes, err := cmd.Output()
-			if err != nil {
-				t.Fatalf("row program: %v", err)
-			}
-			lines := bufio.NewScanner(bytes.NewReader(outBytes))
-			lines.Buffer(make([]byte, 1<<16), 1<<20)
-			vals := make([]int64, len(fp.slots))
-			packed, out, abs, ngroups, err := accumulate(fp, b.Rows, func(i int) (bool, int64, []int64, error) {
-				if !lines.Scan() {
-					return false, 0, nil, fmt.Errorf("row %d: no output", i)
+			for _, bounded := range []bool{false, true} {
+				shape := hostTypes(b)
+				if bounded { // unchecked arithmetic where the ranges prove it safe
+					exactBounds(t, shape, b)
 				}
-				f := strings.Fields(lines.Text())
-				if len(f) != 3+len(vals) {
-					return false, 0, nil, fmt.Errorf("row %d: %q", i, lines.Text())
-				}
-				n := make([]int64, len(f))
-				for k, x := range f {
-					if n[k], err = strconv.ParseInt(x, 10, 64); err != nil {
-						return false, 0, nil, err
-					}
-				}
-				if n[0] != 0 {
-					return false, 0, nil, fmt.Errorf("row %d: overflow", i)
-				}
-				copy(vals, n[3:])
-				return n[1] != 0, n[2], vals, nil
-			})
-			if errors.Is(err, errNotFused) && !c.fused {
-				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			got, _, _, err := fp.state(packed, out, abs, ngroups)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if g, w := fmt.Sprint(rowsOf(got)), fmt.Sprint(rowsOf(cpuPartial(t, b, c.ops))); g != w {
-				t.Fatalf("state:\n got %s\nwant %s", g, w)
+				runRowSource(t, cxx, c, b, shape)
 			}
 		})
+	}
+}
+
+// runRowSource compiles c's row function for batches shaped like shape
+// with the host compiler, runs it over b and compares the state with the
+// CPU engine's.
+func runRowSource(t *testing.T, cxx string, c pipelineCase, b *cpu.Batch, shape *Batch) {
+	t.Helper()
+	fp, err := compileFused(shape, c.ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	src := hostHarness + fmt.Sprintf("#define NAGG %d\n", len(fp.slots)) + jitHelpers + fp.rowSource() + hostMain
+	// jitHelpers uses common.cuh's hash; the row function does not.
+	src = strings.Replace(src, "__device__ __forceinline__ int pl_slot(long long k) { return (int)(gs_hash_int(k) >> 58); }", "", 1)
+	if err := os.WriteFile(filepath.Join(dir, "row.cc"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "row")
+	if out, err := exec.Command(cxx, "-O1", "-w", "-o", bin, filepath.Join(dir, "row.cc")).CombinedOutput(); err != nil {
+		t.Fatalf("c++: %v\n%s\n%s", err, out, src)
+	}
+	cmd := exec.Command(bin)
+	cmd.Stdin = bytes.NewReader(columnsInput(t, fp, b))
+	outBytes, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("row program: %v", err)
+	}
+	lines := bufio.NewScanner(bytes.NewReader(outBytes))
+	lines.Buffer(make([]byte, 1<<16), 1<<20)
+	vals := make([]int64, len(fp.slots))
+	packed, out, abs, ngroups, err := accumulate(fp, b.Rows, func(i int) (bool, int64, []int64, error) {
+		if !lines.Scan() {
+			return false, 0, nil, fmt.Errorf("row %d: no output", i)
+		}
+		f := strings.Fields(lines.Text())
+		if len(f) != 3+len(vals) {
+			return false, 0, nil, fmt.Errorf("row %d: %q", i, lines.Text())
+		}
+		n := make([]int64, len(f))
+		for k, x := range f {
+			if n[k], err = strconv.ParseInt(x, 10, 64); err != nil {
+				return false, 0, nil, err
+			}
+		}
+		if n[0] != 0 {
+			return false, 0, nil, fmt.Errorf("row %d: overflow", i)
+		}
+		copy(vals, n[3:])
+		return n[1] != 0, n[2], vals, nil
+	})
+	if errors.Is(err, errNotFused) && !c.fused {
+		return
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _, _, err := fp.state(packed, out, abs, ngroups)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g, w := fmt.Sprint(rowsOf(got)), fmt.Sprint(rowsOf(cpuPartial(t, b, c.ops))); g != w {
+		t.Fatalf("state:\n got %s\nwant %s", g, w)
 	}
 }
 
@@ -249,10 +263,9 @@ func TestJITModulesCompileOnHost(t *testing.T) {
 // slots fit in 48 KiB.
 func TestAccumulatorsFallBack(t *testing.T) {
 	d := &Device{}
-	if got := d.accumulators(4, 6); got != AccRegisters {
+	if got := d.accumulators(4, 6); got != AccShared {
 		t.Fatalf("default: %s", got)
 	}
-	d.SetAccumulators(AccShared)
 	if got := d.accumulators(4, 12); got != AccShared {
 		t.Fatalf("4 x 12 slots: %s, want shared", got)
 	}

@@ -88,11 +88,18 @@ func TestGPUPartialMatchesCPU(t *testing.T) {
 	}
 	defer s.Destroy()
 	for _, c := range pipelineCases() {
-		for _, mode := range []string{"compiled", "compiled, bounded", "compiled, shared", "interpreted", "operators"} {
+		for _, mode := range []string{"compiled, registers", "compiled, bounded", "compiled, shared", "compiled, registers, ranges", "compiled, shared, ranges", "interpreted", "operators"} {
 			fused, jit := mode != "operators", strings.HasPrefix(mode, "compiled")
 			d.SetFused(fused)
 			d.SetJIT(jit)
-			acc := map[string]Accumulators{"compiled, bounded": AccBounded, "compiled, shared": AccShared}[mode]
+			acc := AccRegisters
+			if strings.Contains(mode, "bounded") {
+				acc = AccBounded
+			}
+			if strings.Contains(mode, "shared") {
+				acc = AccShared
+			}
+			ranges := strings.HasSuffix(mode, "ranges")
 			d.SetAccumulators(acc)
 			t.Run(c.name+"/"+mode, func(t *testing.T) {
 				b := randomBatch(300_007, c.distinct, uint64(c.distinct))
@@ -109,6 +116,9 @@ func TestGPUPartialMatchesCPU(t *testing.T) {
 					t.Fatal(err)
 				}
 				defer g.Free()
+				if ranges {
+					exactBounds(t, g, b)
+				}
 				got, st, err := d.Partial(s, g, ops)
 				if err != nil {
 					t.Fatal(err)
@@ -137,7 +147,7 @@ func TestGPUPartialMatchesCPU(t *testing.T) {
 	}
 	d.SetFused(true)
 	d.SetJIT(true)
-	d.SetAccumulators(AccRegisters)
+	d.SetAccumulators(AccShared)
 	t.Logf("run-time compiler: %s", d.JIT())
 	if p := d.Peak(); p <= 0 {
 		t.Errorf("peak device memory %d", p)
@@ -166,6 +176,14 @@ func TestGPUSumOverflowRefused(t *testing.T) {
 	ops := []plan.Op{{Kind: plan.OpScan}, {Kind: plan.OpAggPartial, Expr: plan.Aggs{plan.Sum("s", plan.Col("v"))}}}
 	if _, _, err := d.Partial(s, g, ops); err == nil || !strings.Contains(err.Error(), "overflow") {
 		t.Fatalf("sum of 1000 x 2^60: %v, want an overflow error", err)
+	}
+	// With the values' range known the sum is not tracked per row: the
+	// range's bound refuses it.
+	if err := g.Bound("v", 1<<60, 1<<60); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := d.Partial(s, g, ops); err == nil || !strings.Contains(err.Error(), "overflow") {
+		t.Fatalf("bounded sum of 1000 x 2^60: %v, want an overflow error", err)
 	}
 }
 

@@ -1,0 +1,152 @@
+package gpu
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+
+	"gostachio/kernels/cpu"
+)
+
+// Value ranges: where a batch's columns come with the range of their
+// values (the dataset's chunk statistics, Batch.Bound), the compiled
+// pipelines drop what the ranges prove needless: the overflow checks of
+// additions, subtractions and products that cannot overflow, and the
+// per-row tracking of each sum's largest |value| (the host bounds the sum
+// by rows x the range's largest |value| instead). Both cost 64-bit work
+// on every row: TPC-H Q1 computes two checked products and tracks six
+// sums per row.
+
+// Bound records that column name's values lie in [lo, hi] (integer,
+// decimal and date columns, as stored: decimals scaled, dates in days).
+// A wrong range makes the compiled pipelines wrap silently where they
+// would have reported an overflow: give only ranges the data guarantees.
+func (b *Batch) Bound(name string, lo, hi int64) error {
+	if lo > hi {
+		return fmt.Errorf("gpu: range [%d, %d] of column %s is empty", lo, hi, name)
+	}
+	for i, n := range b.Names {
+		if n != name {
+			continue
+		}
+		c := &b.Cols[i]
+		if c.Type == cpu.TString {
+			return fmt.Errorf("gpu: column %s is a string column: no value range", name)
+		}
+		c.Lo, c.Hi, c.Bounded = lo, hi, true
+		return nil
+	}
+	return fmt.Errorf("gpu: no column %s to bound", name)
+}
+
+// interval is the range of a register's values over the batch's rows
+// (known: the range holds; otherwise nothing is known).
+type interval struct {
+	lo, hi int64
+	known  bool
+}
+
+// abs is the largest |value| of the interval.
+func (v interval) abs() uint64 {
+	a, b := v.lo, v.hi
+	ua, ub := uint64(a), uint64(b)
+	if a < 0 {
+		ua = -uint64(a)
+	}
+	if b < 0 {
+		ub = -uint64(b)
+	}
+	return max(ua, ub)
+}
+
+// ranges computes each register's interval from the columns' ranges and
+// which arithmetic instructions cannot overflow (safe, by instruction
+// index: pc/4).
+func (p *program) ranges() (regs [plRegs]interval, safe []bool) {
+	safe = make([]bool, len(p.ins)/4)
+	fits := func(x *big.Int) bool { return x.IsInt64() }
+	for pc := 0; pc < len(p.ins); pc += 4 {
+		op, dst, a, b := p.ins[pc], p.ins[pc+1]&0xff, p.ins[pc+2], p.ins[pc+3]
+		var out interval
+		switch op {
+		case plCol64:
+			if c := p.cols[a]; c.Bounded {
+				out = interval{c.Lo, c.Hi, true}
+			}
+		case plCol32:
+			out = interval{math.MinInt32, math.MaxInt32, true}
+			if c := p.cols[a]; c.Bounded {
+				out = interval{max(c.Lo, math.MinInt32), min(c.Hi, math.MaxInt32), true}
+			}
+		case plLit:
+			v := p.lits[a]
+			out = interval{v, v, true}
+		case plCmp, plAnd, plOr, plNot, plIn:
+			out = interval{0, 1, true}
+		case plAdd, plSub, plMul:
+			x, y := regs[a], regs[b]
+			if !x.known || !y.known {
+				break
+			}
+			var cands [][2]int64
+			switch op {
+			case plAdd:
+				cands = [][2]int64{{x.lo, y.lo}, {x.hi, y.hi}}
+			case plSub:
+				cands = [][2]int64{{x.lo, y.hi}, {x.hi, y.lo}}
+			default:
+				cands = [][2]int64{{x.lo, y.lo}, {x.lo, y.hi}, {x.hi, y.lo}, {x.hi, y.hi}}
+			}
+			lo, hi := new(big.Int), new(big.Int)
+			ok := true
+			for i, c := range cands {
+				r := new(big.Int)
+				u, v := big.NewInt(c[0]), big.NewInt(c[1])
+				switch op {
+				case plAdd:
+					r.Add(u, v)
+				case plSub:
+					r.Sub(u, v)
+				default:
+					r.Mul(u, v)
+				}
+				if !fits(r) {
+					ok = false
+					break
+				}
+				if i == 0 || r.Cmp(lo) < 0 {
+					lo.Set(r)
+				}
+				if i == 0 || r.Cmp(hi) > 0 {
+					hi.Set(r)
+				}
+			}
+			if ok {
+				out = interval{lo.Int64(), hi.Int64(), true}
+				safe[pc/4] = true
+			}
+		}
+		regs[dst] = out
+	}
+	return regs, safe
+}
+
+// tracked reports, per aggregate slot, whether its sum's largest |value|
+// must be tracked per row (its value's range is unknown), and bound the
+// range's largest |value| where it is known.
+func (fp *fusedPlan) tracked() (track []bool, bound []uint64) {
+	regs, _ := fp.p.ranges()
+	track, bound = make([]bool, len(fp.slots)), make([]uint64, len(fp.slots))
+	for a, s := range fp.slots {
+		switch {
+		case s.kind != plSum:
+		case s.reg < 0:
+			bound[a] = 1 // a count: 1 per row
+		case regs[s.reg].known:
+			bound[a] = regs[s.reg].abs()
+		default:
+			track[a] = true
+		}
+	}
+	return track, bound
+}
