@@ -355,10 +355,19 @@ func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dat
 	defer dev.SetJIT(true)
 	var out []ResidentRate
 	defer dev.SetAccumulators(gpu.AccShared)
-	for _, mode := range []string{"compiled, shared", "compiled, registers", "compiled, bounded", "interpreted", "operators"} {
+	defer dev.SetRanges(true)
+	for _, mode := range []string{"compiled, shared", "compiled, shared, no ranges", "compiled, registers", "compiled, registers, no ranges", "compiled, bounded", "interpreted", "operators"} {
 		dev.SetFused(mode != "operators")
 		dev.SetJIT(strings.HasPrefix(mode, "compiled"))
-		dev.SetAccumulators(map[string]gpu.Accumulators{"compiled, registers": gpu.AccRegisters, "compiled, bounded": gpu.AccBounded}[mode])
+		dev.SetRanges(!strings.HasSuffix(mode, "no ranges"))
+		acc := gpu.AccShared
+		switch {
+		case strings.Contains(mode, "registers"):
+			acc = gpu.AccRegisters
+		case strings.Contains(mode, "bounded"):
+			acc = gpu.AccBounded
+		}
+		dev.SetAccumulators(acc)
 		r := ResidentRate{Query: q, Path: "operators", Rows: g.Rows, InputBytes: g.Bytes}
 		var state *cpu.Batch
 		var st gpu.Stats
@@ -375,6 +384,9 @@ func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dat
 		switch {
 		case st.Fused && st.Compiled:
 			r.Path = "fused, compiled, accumulators in " + st.Accumulators.String()
+			if strings.HasSuffix(mode, "no ranges") {
+				r.Path += ", no value ranges"
+			}
 		case st.Fused:
 			r.Path = "fused, interpreted"
 		}

@@ -10,9 +10,10 @@
 #   gpubench.json  gostachio gpu bench at SF1
 #   torch.json     the PyTorch peer at SF1 (SKIP_TORCH=1: not run)
 #   profile/       calibrate --micro --gpu 0: the GPU backend's profile and samples
-#   validate/      validate --gpu 0 of Q1 and Q6 with it (results.csv, figure, report)
+#   validate/      validate --gpu 0 of Q1 and Q6 with it (results.csv, figure, report);
+#                  validate2/ a second one (another seed's order of the runs)
 #   sf10/          SF10=1: Q1 and Q6 at SF10 on the GPU, the CPU engine and PyTorch
-#   (profile/, validate/ and sf10/ come back packed in results.tgz)
+#   (profile/ and validate*/ come back packed in results.tgz, sf10/ in sf10.tgz)
 # Every step has a time limit and the script goes on after a failure, so a
 # short lease brings back all it can.
 set -u
@@ -76,8 +77,19 @@ if [ -f "$OUT/profile/gpu-calibrated.yaml" ]; then
 		--out "$OUT/validate" >"$OUT/validate/report.txt" 2>>"$LOG"
 	echo "   exit $?" | tee -a "$LOG"
 	cat "$OUT/validate/report.txt" >>"$LOG"
+	# A second validation (another order of the runs): the spread of the
+	# error from one validation to the next.
+	mkdir -p "$OUT/validate2"
+	timeout 300 "$CARRY/gostachio" validate --gpu 0 --profile "$OUT/profile/gpu-calibrated.yaml" --data "$DATA" \
+		--queries q1,q6 --policies serial,overlap --sets "chunk=16MiB;chunk=64MiB" --rounds "${VROUNDS:-9}" --warmup 2 \
+		--seed 2 --out "$OUT/validate2" >"$OUT/validate2/report.txt" 2>>"$LOG"
+	echo "   exit $?" | tee -a "$LOG"
+	cat "$OUT/validate2/report.txt" >>"$LOG"
 	run 30 "$CARRY/gostachio" sim --profile "$OUT/profile/gpu-calibrated.yaml" --data "$DATA" --query q3 --policy overlap
 fi
+# Few files come back from the GPU machine: one archive for the folders.
+tar czf "$OUT/results.tgz" -C "$OUT" $(cd "$OUT" && ls -d profile validate validate2 2>/dev/null) &&
+	rm -rf "$OUT/profile" "$OUT/validate" "$OUT/validate2"
 
 if [ -z "${SKIP_TORCH:-}" ]; then
 	step "PyTorch peer"
@@ -107,9 +119,9 @@ if [ -n "${SF10:-}" ]; then
 		done
 	done
 	PYTHONUNBUFFERED=1 timeout 200 python3 experiments/peers/pytorch/tpch_torch.py --data "$DATA10" \
-		--rounds 3 --json >"$OUT/sf10/torch.json" 2>>"$LOG"
+		--rounds "${SF10_ROUNDS:-3}" --loaders "${SF10_LOADERS:-serial,prefetch}" --json >"$OUT/sf10/torch.json" 2>>"$LOG"
 	echo "   torch exit $?" | tee -a "$LOG"
+	run 30 python3 scripts/compare-rows.py "$OUT/sf10/torch.json" "$OUT"/sf10/*.csv
+	tar czf "$OUT/sf10.tgz" -C "$OUT" sf10 && rm -rf "$OUT/sf10"
 fi
-# Few files come back from the GPU machine: one archive for the folders.
-tar czf "$OUT/results.tgz" -C "$OUT" $(cd "$OUT" && ls -d profile validate sf10 2>/dev/null) && rm -rf "$OUT/profile" "$OUT/validate" "$OUT/sf10"
 step "done"

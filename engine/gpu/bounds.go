@@ -17,6 +17,11 @@ import (
 // on every row: TPC-H Q1 computes two checked products and tracks six
 // sums per row.
 
+// SetRanges turns the use of the columns' value ranges on (the default)
+// or off, for A/B runs: off, every compiled pipeline checks all its
+// arithmetic and tracks its sums, as without ranges.
+func (d *Device) SetRanges(on bool) { d.noRanges.Store(!on) }
+
 // Bound records that column name's values lie in [lo, hi] (integer,
 // decimal and date columns, as stored: decimals scaled, dates in days).
 // A wrong range makes the compiled pipelines wrap silently where they

@@ -55,6 +55,7 @@ type Device struct {
 	operatorAtATime atomic.Bool
 	noJIT           atomic.Bool
 	acc             atomic.Int32 // Accumulators (SetAccumulators)
+	noRanges        atomic.Bool  // SetRanges
 	jit             jitCache
 }
 

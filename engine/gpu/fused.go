@@ -426,6 +426,11 @@ func (r *run) tryFused(ops []plan.Op, st *Stats) (*cpu.Batch, error) {
 	if err != nil {
 		return nil, err
 	}
+	if r.d.noRanges.Load() {
+		for i := range fp.p.cols {
+			fp.p.cols[i].Bounded = false
+		}
+	}
 	return r.runFused(fp, st)
 }
 
