@@ -244,7 +244,7 @@ func TestOverlapBeatsSerial(t *testing.T) {
 
 func TestProfiles(t *testing.T) {
 	names := ProfileNames()
-	if strings.Join(names, ",") != "devbox,devbox-calibrated,dgx-a100,h100-node" {
+	if strings.Join(names, ",") != "devbox,devbox-calibrated,dgx-a100,h100-node,h200-gpu-calibrated" {
 		t.Fatalf("shipped profiles %v", names)
 	}
 	for _, n := range names {
@@ -262,6 +262,11 @@ func TestProfiles(t *testing.T) {
 	a, _ := LoadProfile("dgx-a100")
 	if a.Node.GPUs != 8 || a.Node.SSDs != 8 || a.NVMe.Bandwidth != 6.4*(1<<30) || a.NIC.Bandwidth != 24e9 {
 		t.Errorf("dgx-a100 decoded as %+v", a)
+	}
+	// The GPU backend's profile (calibrate --micro --gpu on an H200).
+	g, _ := LoadProfile("h200-gpu-calibrated")
+	if !g.Node.GPUScansOnly || g.Node.KernelsOnHost || g.GPU.Fused == nil || g.PCIe.H2D < 10e9 {
+		t.Errorf("h200-gpu-calibrated decoded as %+v", g)
 	}
 	_, err := LoadProfile("testdata/profiles/bad-key.yaml")
 	if err == nil || !strings.Contains(err.Error(), "line 9") || !strings.Contains(err.Error(), "gpu_count") {
