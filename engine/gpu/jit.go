@@ -281,6 +281,7 @@ func (fp *fusedPlan) jitSource(ngroups int, table []int64, tgid []int32, acc Acc
 	b.WriteString("\t}\n\treturn 0;\n}\n")
 	b.WriteString(jitHelpers)
 	b.WriteString(fp.rowSource())
+	b.WriteString(jitFlush)
 	b.WriteString(jitMark)
 	switch acc {
 	case AccShared:
@@ -329,6 +330,29 @@ __device__ __forceinline__ long long pl_combine(int kind, long long a, long long
 }
 #define PL_SLOTS 64
 __device__ __forceinline__ int pl_slot(long long k) { return (int)(gs_hash_int(k) >> 58); }
+`
+
+// jitFlush: the end of both aggregate kernels, per slot: the warp's
+// largest |value| into absmax, and each group's warp total into out (the
+// kernels differ only in where a thread's accumulators live).
+const jitFlush = `
+__device__ __forceinline__ void pl_flush_abs(int a, unsigned long long m, unsigned long long *absmax) {
+	for (int d = GS_WARP / 2; d > 0; d >>= 1) {
+		unsigned long long o = __shfl_down_sync(GS_FULL_MASK, m, d);
+		m = m > o ? m : o;
+	}
+	if ((threadIdx.x & (GS_WARP - 1)) == 0 && m != 0) atomicMax(&absmax[a], m);
+}
+__device__ __forceinline__ void pl_flush(int g, int a, long long x, long long *out) {
+	for (int d = GS_WARP / 2; d > 0; d >>= 1) {
+		x = pl_combine(pl_kind(a), x, __shfl_down_sync(GS_FULL_MASK, x, d));
+	}
+	if ((threadIdx.x & (GS_WARP - 1)) == 0 && x != pl_identity(pl_kind(a))) {
+		if (pl_kind(a) == 0) atomicAdd((unsigned long long *)&out[g * NAGG + a], (unsigned long long)x);
+		else if (pl_kind(a) == 1) atomicMin(&out[g * NAGG + a], x);
+		else atomicMax(&out[g * NAGG + a], x);
+	}
+}
 `
 
 // jitMark: jit_mark puts the distinct keys of the selected rows into the
@@ -431,27 +455,11 @@ extern "C" __global__ void jit_agg(const unsigned long long *__restrict__ cols,
 		pl_fold(j < n ? j : n - 1, j < n, cols, offs, &ovf, &missed, acc, am);
 	}
 	if (missed) atomicExch(miss, 1);
-	int lane = threadIdx.x & (GS_WARP - 1);
 #pragma unroll
 	for (int a = 0; a < NAGG; a++) {
-		unsigned long long m = am[a];
-		for (int d = GS_WARP / 2; d > 0; d >>= 1) {
-			unsigned long long o = __shfl_down_sync(GS_FULL_MASK, m, d);
-			m = m > o ? m : o;
-		}
-		if (lane == 0 && m != 0) atomicMax(&absmax[a], m);
+		pl_flush_abs(a, am[a], absmax);
 #pragma unroll
-		for (int g = 0; g < NGROUPS; g++) {
-			long long x = acc[g][a];
-			for (int d = GS_WARP / 2; d > 0; d >>= 1) {
-				x = pl_combine(pl_kind(a), x, __shfl_down_sync(GS_FULL_MASK, x, d));
-			}
-			if (lane == 0 && x != pl_identity(pl_kind(a))) {
-				if (pl_kind(a) == 0) atomicAdd((unsigned long long *)&out[g * NAGG + a], (unsigned long long)x);
-				else if (pl_kind(a) == 1) atomicMin(&out[g * NAGG + a], x);
-				else atomicMax(&out[g * NAGG + a], x);
-			}
-		}
+		for (int g = 0; g < NGROUPS; g++) pl_flush(g, a, acc[g][a], out);
 	}
 	if (ovf) atomicOr(overflow, 1);
 }
@@ -499,26 +507,10 @@ extern "C" __global__ void jit_agg(const unsigned long long *__restrict__ cols,
 		pl_fold_sh(j < n ? j : n - 1, j < n, cols, offs, &ovf, &missed, sh, am);
 	}
 	if (missed) atomicExch(miss, 1);
-	int lane = threadIdx.x & (GS_WARP - 1);
 #pragma unroll
 	for (int a = 0; a < NAGG; a++) {
-		unsigned long long m = am[a];
-		for (int d = GS_WARP / 2; d > 0; d >>= 1) {
-			unsigned long long o = __shfl_down_sync(GS_FULL_MASK, m, d);
-			m = m > o ? m : o;
-		}
-		if (lane == 0 && m != 0) atomicMax(&absmax[a], m);
-		for (int g = 0; g < NGROUPS; g++) {
-			long long x = sh[(g * NAGG + a) * (int)blockDim.x];
-			for (int d = GS_WARP / 2; d > 0; d >>= 1) {
-				x = pl_combine(pl_kind(a), x, __shfl_down_sync(GS_FULL_MASK, x, d));
-			}
-			if (lane == 0 && x != pl_identity(pl_kind(a))) {
-				if (pl_kind(a) == 0) atomicAdd((unsigned long long *)&out[g * NAGG + a], (unsigned long long)x);
-				else if (pl_kind(a) == 1) atomicMin(&out[g * NAGG + a], x);
-				else atomicMax(&out[g * NAGG + a], x);
-			}
-		}
+		pl_flush_abs(a, am[a], absmax);
+		for (int g = 0; g < NGROUPS; g++) pl_flush(g, a, sh[(g * NAGG + a) * (int)blockDim.x], out);
 	}
 	if (ovf) atomicOr(overflow, 1);
 }
