@@ -3,11 +3,13 @@ package calibrate
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -286,11 +288,45 @@ func TestHeldOutQueries(t *testing.T) {
 	if _, err := Validate(context.Background(), ValidateOptions{Profile: noRef, Data: testData(t), Queries: "q6", RescaleCPU: true}); err == nil || !strings.Contains(err.Error(), "host.reference") {
 		t.Errorf("validate --rescale-cpu with a profile without reference: error %v, want one naming host.reference", err)
 	}
+	// A second profile for --compare: the same with a disk half as fast.
+	slowDisk := filepath.Join(dir, "slowdisk.yaml")
+	var y []string
+	for _, l := range strings.Split(string(fit.YAML), "\n") {
+		if strings.HasPrefix(l, "  bandwidth: ") && len(y) > 0 && strings.HasPrefix(y[len(y)-1], "nvme:") {
+			v, err := strconv.ParseFloat(strings.Fields(l)[1], 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			l = fmt.Sprintf("  bandwidth: %g", v/2)
+		}
+		y = append(y, l)
+	}
+	if err := os.WriteFile(slowDisk, []byte(strings.Join(y, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	const warmup, rounds = 1, 3
 	rep, err := Validate(context.Background(), ValidateOptions{Profile: prof, Data: testData(t), Queries: "q1,q6,q14",
-		Policies: []string{"serial", "overlap"}, Rounds: rounds, Warmup: warmup, Out: dir, RescaleCPU: true})
+		Policies: []string{"serial", "overlap"}, Rounds: rounds, Warmup: warmup, Out: dir, RescaleCPU: true,
+		Compare: []string{prof, slowDisk}})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// --compare: the same profile sums up the same; the slower disk
+	// predicts every case slower, against the same engine runs.
+	if len(rep.Compared) != 2 {
+		t.Fatalf("%d comparisons, want 2", len(rep.Compared))
+	}
+	same, slow := rep.Compared[0], rep.Compared[1]
+	if same.MedianAbs != rep.MedianAbs || same.MaxAbs != rep.MaxAbs || same.MeanErr != rep.MeanErr || len(same.Sims) != len(rep.Cases) {
+		t.Errorf("the validated profile compared with itself: %+v, report median %g max %g bias %g", same, rep.MedianAbs, rep.MaxAbs, rep.MeanErr)
+	}
+	for i, c := range rep.Cases {
+		if same.Sims[i] != c.Sim || !(slow.Sims[i] > c.Sim) {
+			t.Errorf("%s %s: sim %g, compared %g and (slower disk) %g", c.Query, c.Policy, c.Sim, same.Sims[i], slow.Sims[i])
+		}
+	}
+	if !(slow.MeanErr > rep.MeanErr) {
+		t.Errorf("slower disk: bias %g, want above %g", slow.MeanErr, rep.MeanErr)
 	}
 	// The reference before the first run, after every refEvery runs (of
 	// 6 cases × 4), and after the last.
@@ -317,7 +353,7 @@ func TestHeldOutQueries(t *testing.T) {
 	if err := rep.WriteText(&text); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(text.String(), "median") || !strings.Contains(text.String(), "CPU reference") {
+	if !strings.Contains(text.String(), "median") || !strings.Contains(text.String(), "CPU reference") || !strings.Contains(text.String(), "slowdisk") {
 		t.Errorf("report lacks the summary or the CPU reference:\n%s", text.String())
 	}
 	t.Logf("held-out at SF0.01:\n%s", text.String())

@@ -64,6 +64,12 @@ type ValidateOptions struct {
 	// calibration (Report.CPU), for a machine whose speed drifts. It needs
 	// a profile with host.reference.
 	RescaleCPU bool
+	// Compare lists more profiles priced against the same engine runs
+	// (their summaries in Report.Compared): two models compared on one set
+	// of measurements, where validations run apart differ by the
+	// machine's drift between them (on the dev VM, more than most model
+	// changes).
+	Compare []string
 	// Out, if set, is a folder for results.csv (experiments format: engine
 	// and sim rows) and the sim-vs-engine figure.
 	Out string
@@ -130,6 +136,20 @@ type Report struct {
 	CPU *CPUCheck `json:",omitempty"`
 	// Figure lists the figure files written (Out).
 	Figure []string
+	// Compared summarizes ValidateOptions.Compare's profiles against the
+	// same engine runs, in that order.
+	Compared []Comparison `json:",omitempty"`
+}
+
+// Comparison is one more profile's prediction of a validation's cases:
+// Profile is the name or path it was given as, Sims[i] its makespan for
+// Cases[i] (seconds), the rest summarize it as Report summarizes Sim
+// (rescaled with the validation's CPU ratio when that is applied).
+type Comparison struct {
+	Profile                            string
+	Sims                               []float64
+	MedianAbs, P90Abs, MaxAbs, MeanErr float64
+	Under, SameRanking, Reversed       int
 }
 
 // refEvery is how many engine runs validate does between two CPU
@@ -290,14 +310,34 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 			}
 		}
 	}
-	if opts.RescaleCPU && prof.Host.Reference <= 0 {
-		return nil, fmt.Errorf("calibrate: validate --rescale-cpu: profile %s has no host.reference (the CPU reference's time at calibration): recalibrate it with this version", prof.Name)
+	var others []*sim.Profile
+	for _, name := range opts.Compare {
+		p, err := sim.LoadProfileLog(name, logw)
+		if err != nil {
+			return nil, err
+		}
+		if p.Node.GPUScansOnly != prof.Node.GPUScansOnly {
+			return nil, fmt.Errorf("calibrate: validate --compare %s: it models the %s, %s the %s", name, backendOf(p), prof.Name, backendOf(prof))
+		}
+		others = append(others, p)
+	}
+	for _, p := range append([]*sim.Profile{prof}, others...) {
+		if opts.RescaleCPU && p.Host.Reference <= 0 {
+			return nil, fmt.Errorf("calibrate: validate --rescale-cpu: profile %s has no host.reference (the CPU reference's time at calibration): recalibrate it with this version", p.Name)
+		}
 	}
 	// Simulator: deterministic, once per case (and once more without the
 	// profiled operators, if the profile has any); before the engine, so
 	// that a profile the simulator rejects fails in seconds.
 	if err := simulateCases(ctx, cases, prof, sf, tables); err != nil {
 		return nil, err
+	}
+	otherCases := make([][]Case, len(others))
+	for i, p := range others {
+		otherCases[i] = slices.Clone(cases)
+		if err := simulateCases(ctx, otherCases[i], p, sf, tables); err != nil {
+			return nil, err
+		}
 	}
 	// Engine: rounds of all cases in a seeded random order.
 	defer engine.TuneGC()()
@@ -354,21 +394,41 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	}
 	reference()
 	rep := summarize(prof.Name, names, cases)
+	// rescale re-prices cases with p's CPU prices scaled by the CPU
+	// reference beside the engine over p's (--rescale-cpu).
+	rescale := func(p *sim.Profile, cases []Case) (*CPUCheck, error) {
+		cpu := cpuCheck(int64(p.Host.Reference), refs)
+		if !opts.RescaleCPU {
+			return cpu, nil
+		}
+		unscaled := summarize(p.Name, names, cases)
+		cpu.Rescaled, cpu.UnscaledMedianAbs, cpu.UnscaledMeanErr = true, unscaled.MedianAbs, unscaled.MeanErr
+		scaled := *p
+		scaled.Host = p.Host.Slowed(cpu.Ratio)
+		if !opts.UseGPU {
+			scaled.GPU = p.GPU.Slowed(cpu.Ratio) // a CPU profile's "GPU" is the host too
+		}
+		return cpu, simulateCases(ctx, cases, &scaled, sf, tables)
+	}
 	if len(refs) > 0 {
-		cpu := cpuCheck(int64(prof.Host.Reference), refs)
-		if opts.RescaleCPU {
-			cpu.Rescaled, cpu.UnscaledMedianAbs, cpu.UnscaledMeanErr = true, rep.MedianAbs, rep.MeanErr
-			scaled := *prof
-			scaled.Host = prof.Host.Slowed(cpu.Ratio)
-			if !opts.UseGPU {
-				scaled.GPU = prof.GPU.Slowed(cpu.Ratio) // a CPU profile's "GPU" is the host too
-			}
-			if err := simulateCases(ctx, cases, &scaled, sf, tables); err != nil {
+		cpu, err := rescale(prof, cases)
+		if err != nil {
+			return nil, err
+		}
+		rep = summarize(prof.Name, names, cases)
+		rep.CPU = cpu
+	}
+	for i, p := range others {
+		oc := otherCases[i]
+		for k := range oc {
+			oc[k].EngineRounds = cases[k].EngineRounds
+		}
+		if len(refs) > 0 {
+			if _, err := rescale(p, oc); err != nil {
 				return nil, err
 			}
-			rep = summarize(prof.Name, names, cases)
 		}
-		rep.CPU = cpu
+		rep.Compared = append(rep.Compared, compareWith(opts.Compare[i], names, oc))
 	}
 	rep.RunOrder = opts.Order
 	if opts.Out != "" {
@@ -411,6 +471,29 @@ func simulateCases(ctx context.Context, cases []Case, prof *sim.Profile, sf floa
 		}
 	}
 	return nil
+}
+
+// backendOf names the engine a profile models.
+func backendOf(p *sim.Profile) string {
+	if p.Node.GPUScansOnly {
+		return "GPU backend"
+	}
+	return "CPU engine"
+}
+
+// compareWith summarizes cases (the validation's engine rounds, another
+// profile's Sim) as a Comparison.
+func compareWith(profile string, names []string, cases []Case) Comparison {
+	r := summarize(profile, names, cases)
+	c := Comparison{Profile: profile, MedianAbs: r.MedianAbs, P90Abs: r.P90Abs, MaxAbs: r.MaxAbs, MeanErr: r.MeanErr,
+		Under: r.Under, SameRanking: r.SameRanking()}
+	for _, cs := range cases {
+		c.Sims = append(c.Sims, cs.Sim)
+	}
+	for _, q := range names {
+		c.Reversed += r.Order[q].Reversed
+	}
+	return c
 }
 
 // cpuCheck summarizes the reference times refs (at least one) against the
@@ -642,6 +725,20 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	fmt.Fprintf(&b, "\nsame order of the separated pairs: %d of %d queries (%d with a separated pair; %s)\n",
 		same, len(r.Queries), decided, why)
+	if len(r.Compared) > 0 {
+		reversed := 0
+		for _, q := range r.Queries {
+			reversed += r.Order[q].Reversed
+		}
+		fmt.Fprintf(&b, "profiles against the same engine runs:\n%-28s %7s %7s %7s %7s %6s %8s %8s\n", "profile", "median", "P90", "max", "bias", "under", "ranking", "reversed")
+		row := func(name string, med, p90, mx, bias float64, under, ranking, rev int) {
+			fmt.Fprintf(&b, "%-28s %6.1f%% %6.1f%% %6.1f%% %+6.1f%% %6d %5d/%-2d %8d\n", name, 100*med, 100*p90, 100*mx, 100*bias, under, ranking, len(r.Queries), rev)
+		}
+		row(r.Profile, r.MedianAbs, r.P90Abs, r.MaxAbs, r.MeanErr, r.Under, r.SameRanking(), reversed)
+		for _, c := range r.Compared {
+			row(c.Profile, c.MedianAbs, c.P90Abs, c.MaxAbs, c.MeanErr, c.Under, c.SameRanking, c.Reversed)
+		}
+	}
 	for _, f := range r.Figure {
 		fmt.Fprintf(&b, "figure: %s\n", f)
 	}

@@ -14,7 +14,7 @@ func init() { commands = append(commands, newValidateCmd) }
 
 func newValidateCmd(g *globals) *cobra.Command {
 	var o calibrate.ValidateOptions
-	var policies, set, sets string
+	var policies, set, sets, compare string
 	cmd := &cobra.Command{
 		Use:   "validate --profile P --data DIR --queries all --policies serial,overlap [--sets \"chunk=16MiB;chunk=64MiB\"]",
 		Short: "Run queries on the engine and in the simulator and report the simulator's prediction error",
@@ -31,8 +31,10 @@ ranges; none with under 5 rounds) the simulator orders the other way; also the
 simulator's bias (mean signed error) and, with 3+ rounds, the engine's noise
 floor: the median |error| a simulator exact on every case would still show,
 since each measured median is off the true one by its rounds' noise (more
-rounds lower it). With --out it appends engine and sim rows to OUT/results.csv and
-draws OUT/sim-vs-engine.{png,svg}.`,
+rounds lower it). With --compare P2,P3 the same engine runs are also priced by
+other profiles, summarized side by side (a change of the model measured on one set
+of runs, free of the machine's drift between validations). With --out it appends
+engine and sim rows to OUT/results.csv and draws OUT/sim-vs-engine.{png,svg}.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			for _, p := range strings.Split(policies, ",") {
@@ -49,6 +51,11 @@ draws OUT/sim-vs-engine.{png,svg}.`,
 				o.Sets = []string{set}
 			}
 			o.UseGPU = c.Flags().Changed("gpu")
+			for _, p := range strings.Split(compare, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					o.Compare = append(o.Compare, p)
+				}
+			}
 			o.Log = c.ErrOrStderr()
 			rep, err := calibrate.Validate(c.Context(), o)
 			if rep == nil {
@@ -81,6 +88,7 @@ draws OUT/sim-vs-engine.{png,svg}.`,
 	f.StringVar(&o.Order, "order", calibrate.OrderRandom, "engine runs: random (each round all cases in a new random order) or grouped (each case's warm-ups and rounds back to back: its steady state; the noise floor then omits the machine's drift between cases)")
 	f.StringVar(&o.Out, "out", "", "folder for results.csv and the sim-vs-engine figure")
 	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "scale the simulator's CPU prices by the CPU reference's time beside the engine over its time at calibration (the machine's speed drift; needs a profile with host.reference)")
+	f.StringVar(&compare, "compare", "", "more profiles (comma-separated) priced against the same engine runs: a model A/B on one set of measurements")
 	f.IntVar(&o.GPUOrdinal, "gpu", 0, "run the engine's GPU backend on this CUDA device (as query --gpu), against a profile from calibrate --micro --gpu")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
