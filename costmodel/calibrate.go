@@ -281,9 +281,13 @@ type ReadSample struct {
 //
 // (Depth reads share the bandwidth). One weighted NNLS (FitWeightPower) fits the
 // latency and 1/B(q) per distinct q; Bandwidth is the largest B(q) and
-// the curve holds B(q)/Bandwidth at each q (sorted by q). The quality
-// compares the model's elapsed time per sample, Tasks/Depth·t, with the
-// measured.
+// the curve holds B(q)/Bandwidth at each q (sorted by q), made
+// non-decreasing: B(q) is raised to max_{q' ≤ q} B(q'), since a reader
+// with q requests to give can always hold back to q' of them, so a deeper
+// queue never needs to deliver less (a dip is the noise of the guest's
+// disk: the dev VM's calibration fitted qd4 at 0.56 between qd2 at 0.99
+// and qd8 at 0.96). The quality compares the model's elapsed time per
+// sample, Tasks/Depth·t, with the measured.
 func FitStorage(samples []ReadSample, request int64, taskQD, maxQD int) (Storage, FitQuality, error) {
 	if len(samples) == 0 {
 		return Storage{}, FitQuality{}, fmt.Errorf("costmodel: fit storage: no samples")
@@ -334,12 +338,14 @@ func FitStorage(samples []ReadSample, request int64, taskQD, maxQD int) (Storage
 		return Storage{}, FitQuality{}, fmt.Errorf("costmodel: fit storage: no queue depth has a finite bandwidth")
 	}
 	st.Bandwidth = Rate(Round6(bmax))
+	floor := 0.0
 	for i, q := range qs {
 		frac := 1.0
 		if c[1+i] > 0 {
 			frac = Round6(math.Min(1, 1e9/c[1+i]/float64(st.Bandwidth)))
 		}
-		st.Curve = append(st.Curve, QDPoint{QD: float64(q), Frac: frac})
+		floor = math.Max(floor, frac)
+		st.Curve = append(st.Curve, QDPoint{QD: float64(q), Frac: floor})
 	}
 	pred := make([]float64, len(samples))
 	meas := make([]float64, len(samples))

@@ -230,6 +230,33 @@ func TestFitStorageRecovers(t *testing.T) {
 	}
 }
 
+// TestFitStorageCurveNeverFalls: samples whose queue depth 4 ran slower
+// than depth 2 (the guest disk's noise) fit a curve that holds depth 2's
+// throughput at depth 4; the rest of the fit is unchanged.
+func TestFitStorageCurveNeverFalls(t *testing.T) {
+	bw := map[int]float64{1: 0.5e9, 2: 1.6e9, 4: 1.0e9, 16: 2e9} // bytes/s at each depth
+	var s []ReadSample
+	for d, b := range bw {
+		for _, size := range []int64{256 << 10, 1 << 20} {
+			per := 100_000 + float64(size)*float64(d)*1e9/b
+			s = append(s, ReadSample{Size: size, Depth: d, Tasks: 64, Ns: per * 64 / float64(d)})
+		}
+	}
+	got, _, err := FitStorage(s, 1<<20, 1, 32)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []QDPoint{{1, 0.25}, {2, 0.8}, {4, 0.8}, {16, 1}}
+	if math.Abs(float64(got.Bandwidth)/2e9-1) > 1e-4 || math.Abs(float64(got.Latency)-100_000) > 2 || len(got.Curve) != len(want) {
+		t.Fatalf("fit %+v", got)
+	}
+	for i, p := range got.Curve {
+		if p.QD != want[i].QD || math.Abs(p.Frac-want[i].Frac) > 1e-4 {
+			t.Fatalf("curve %v, want %v", got.Curve, want)
+		}
+	}
+}
+
 func TestProvenanceMismatch(t *testing.T) {
 	cur := HostProvenance()
 	if d := cur.Mismatch(cur); len(d) != 0 {
