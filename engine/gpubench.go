@@ -356,10 +356,12 @@ func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dat
 	var out []ResidentRate
 	defer dev.SetAccumulators(gpu.AccShared)
 	defer dev.SetRanges(true)
-	for _, mode := range []string{"compiled, shared", "compiled, shared, no ranges", "compiled, registers", "compiled, registers, no ranges", "compiled, bounded", "interpreted", "operators"} {
+	defer dev.SetNarrow(false)
+	for _, mode := range []string{"compiled, shared", "compiled, shared, no ranges", "compiled, shared, narrow", "compiled, registers", "compiled, registers, no ranges", "compiled, registers, narrow", "compiled, bounded", "interpreted", "operators"} {
 		dev.SetFused(mode != "operators")
 		dev.SetJIT(strings.HasPrefix(mode, "compiled"))
 		dev.SetRanges(!strings.HasSuffix(mode, "no ranges"))
+		dev.SetNarrow(strings.HasSuffix(mode, "narrow"))
 		acc := gpu.AccShared
 		switch {
 		case strings.Contains(mode, "registers"):
@@ -384,8 +386,11 @@ func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dat
 		switch {
 		case st.Fused && st.Compiled:
 			r.Path = "fused, compiled, accumulators in " + st.Accumulators.String()
-			if strings.HasSuffix(mode, "no ranges") {
+			switch {
+			case strings.HasSuffix(mode, "no ranges"):
 				r.Path += ", no value ranges"
+			case strings.HasSuffix(mode, "narrow"):
+				r.Path += ", 32-bit where the ranges allow"
 			}
 		case st.Fused:
 			r.Path = "fused, interpreted"

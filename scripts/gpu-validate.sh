@@ -100,7 +100,7 @@ fi
 step "ncu: the compiled Q1 kernel (one launch)"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -n "$NCU" ] && [ -z "${NO_NCU:-}" ]; then
-	run 150 "$NCU" --target-processes all -k regex:jit_agg -c "${NCU_LAUNCHES:-6}" --section SpeedOfLight --section Occupancy \
+	run 150 "$NCU" --target-processes all -k regex:jit_agg -c "${NCU_LAUNCHES:-14}" --section SpeedOfLight --section Occupancy \
 		--section LaunchStats "$CARRY/gostachio" gpu bench --data "$DATA" --queries q1 --rounds 1 --policies overlap
 fi
 if [ -n "${SF10:-}" ]; then

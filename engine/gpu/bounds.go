@@ -22,6 +22,13 @@ import (
 // arithmetic and tracks its sums, as without ranges.
 func (d *Device) SetRanges(on bool) { d.noRanges.Store(!on) }
 
+// SetNarrow turns 32-bit arithmetic on where the value ranges allow it
+// (additions, subtractions and comparisons whose operands and result fit
+// in 32 bits; products of 32-bit operands widened to 64 bits in one
+// instruction) or off (the default: 64-bit everywhere). It is off until a
+// GPU run measures it: host-tested only (TestJITRowSourceMatchesCPU).
+func (d *Device) SetNarrow(on bool) { d.narrow.Store(on) }
+
 // Bound records that column name's values lie in [lo, hi] (integer,
 // decimal and date columns, as stored: decimals scaled, dates in days).
 // A wrong range makes the compiled pipelines wrap silently where they
@@ -64,11 +71,19 @@ func (v interval) abs() uint64 {
 	return max(ua, ub)
 }
 
-// ranges computes each register's interval from the columns' ranges and
-// which arithmetic instructions cannot overflow (safe, by instruction
-// index: pc/4).
-func (p *program) ranges() (regs [plRegs]interval, safe []bool) {
-	safe = make([]bool, len(p.ins)/4)
+// insRange is what the ranges say of one instruction: its operands' and
+// result's intervals where it runs, and whether it cannot overflow.
+type insRange struct {
+	x, y, out interval
+	safe      bool
+}
+
+// ranges computes each register's interval from the columns' ranges
+// (regs: after the program) and, per instruction (by index pc/4), its
+// operands' and result's intervals and whether an addition, subtraction
+// or product among them cannot overflow.
+func (p *program) ranges() (regs [plRegs]interval, ins []insRange) {
+	ins = make([]insRange, len(p.ins)/4)
 	fits := func(x *big.Int) bool { return x.IsInt64() }
 	for pc := 0; pc < len(p.ins); pc += 4 {
 		op, dst, a, b := p.ins[pc], p.ins[pc+1]&0xff, p.ins[pc+2], p.ins[pc+3]
@@ -90,6 +105,7 @@ func (p *program) ranges() (regs [plRegs]interval, safe []bool) {
 			out = interval{0, 1, true}
 		case plAdd, plSub, plMul:
 			x, y := regs[a], regs[b]
+			ins[pc/4].x, ins[pc/4].y = x, y
 			if !x.known || !y.known {
 				break
 			}
@@ -128,13 +144,20 @@ func (p *program) ranges() (regs [plRegs]interval, safe []bool) {
 			}
 			if ok {
 				out = interval{lo.Int64(), hi.Int64(), true}
-				safe[pc/4] = true
+				ins[pc/4].safe = true
 			}
 		}
+		if op == plCmp {
+			ins[pc/4].x, ins[pc/4].y = regs[a], regs[b]
+		}
+		ins[pc/4].out = out
 		regs[dst] = out
 	}
-	return regs, safe
+	return regs, ins
 }
+
+// in32 reports whether every value of v fits in 32 bits.
+func (v interval) in32() bool { return v.known && v.lo >= math.MinInt32 && v.hi <= math.MaxInt32 }
 
 // tracked reports, per aggregate slot, whether its sum's largest |value|
 // must be tracked per row (its value's range is unknown), and bound the

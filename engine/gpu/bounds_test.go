@@ -70,6 +70,14 @@ func TestRangesDropChecks(t *testing.T) {
 				t.Fatalf("%s: slot %d unbounded", c.name, a)
 			}
 		}
+		// Narrowed: products of in-range values widen from 32 bits;
+		// comparisons of dates (the filter's) run in 32 bits.
+		fp.narrow = true
+		src := fp.rowSource()
+		if !strings.Contains(src, "(long long)(int)") || (fp.filter >= 0 && !strings.Contains(src, " = (int)")) {
+			t.Fatalf("%s: nothing narrowed:\n%s", c.name, src)
+		}
+		fp.narrow = false
 		// qty's bound: its largest |value|, 50 x 100.
 		if got := bound[fp.aggSlot[0]]; got > 5000 || got < 100 {
 			t.Fatalf("%s: bound of sum(qty) %d, want at most 5000", c.name, got)

@@ -56,6 +56,7 @@ type Device struct {
 	noJIT           atomic.Bool
 	acc             atomic.Int32 // Accumulators (SetAccumulators)
 	noRanges        atomic.Bool  // SetRanges
+	narrow          atomic.Bool  // SetNarrow
 	jit             jitCache
 }
 

@@ -417,6 +417,9 @@ type fusedPlan struct {
 	// aggSlot[a] is aggregate a's slot, countSlot the rows per group's.
 	aggSlot   []int
 	countSlot int
+	// narrow: the compiled form computes in 32 bits where the ranges
+	// allow (Device.SetNarrow).
+	narrow bool
 }
 
 // tryFused runs ops on the fused path, or returns errNotFused (having
@@ -431,6 +434,7 @@ func (r *run) tryFused(ops []plan.Op, st *Stats) (*cpu.Batch, error) {
 			fp.p.cols[i].Bounded = false
 		}
 	}
+	fp.narrow = r.d.narrow.Load()
 	return r.runFused(fp, st)
 }
 

@@ -169,7 +169,7 @@ func (fp *fusedPlan) rowSource() string {
 	b.WriteString("__device__ __forceinline__ void pl_row(int i, const unsigned long long *__restrict__ cols, " +
 		"const unsigned long long *__restrict__ offs, int *ovf, int *sel, long long *key, long long *vals) {\n")
 	r := func(k int32) string { return fmt.Sprintf("r%d", k) }
-	_, safe := p.ranges()
+	_, rng := p.ranges()
 	for pc := 0; pc < len(p.ins); pc += 4 {
 		op, dst, a, bb := p.ins[pc], p.ins[pc+1], p.ins[pc+2], p.ins[pc+3]
 		d := r(dst & 0xff)
@@ -195,16 +195,28 @@ func (fp *fusedPlan) rowSource() string {
 			fmt.Fprintf(&b, "\tconst long long %s = %s;\n", d, cLit(p.lits[a]))
 		case plAdd, plSub, plMul:
 			// Checked unless the operands' ranges rule overflow out
-			// (bounds.go).
+			// (bounds.go); with fp.narrow, in 32-bit arithmetic where
+			// the ranges allow (a 32 x 32 -> 64-bit product is one
+			// instruction, a 64-bit one several).
 			c := map[int32]string{plAdd: "+", plSub: "-", plMul: "*"}[op]
-			if safe[pc/4] {
+			ir := rng[pc/4]
+			switch {
+			case ir.safe && fp.narrow && ir.x.in32() && ir.y.in32() && ir.out.in32():
+				fmt.Fprintf(&b, "\tlong long %s = (long long)((int)%s %s (int)%s);\n", d, r(a), c, r(bb))
+			case ir.safe && fp.narrow && op == plMul && ir.x.in32() && ir.y.in32():
+				fmt.Fprintf(&b, "\tlong long %s = (long long)(int)%s * (long long)(int)%s;\n", d, r(a), r(bb))
+			case ir.safe:
 				fmt.Fprintf(&b, "\tlong long %s = %s %s %s;\n", d, r(a), c, r(bb))
-			} else {
+			default:
 				fn := map[int32]string{plAdd: "pl_add_ovf", plSub: "pl_sub_ovf", plMul: "pl_mul_ovf"}[op]
 				fmt.Fprintf(&b, "\tlong long %s = %s(%s, %s, ovf);\n", d, fn, r(a), r(bb))
 			}
 		case plCmp:
-			fmt.Fprintf(&b, "\tlong long %s = %s %s %s;\n", d, r(a), cCmp[dst>>8], r(bb))
+			if ir := rng[pc/4]; fp.narrow && ir.x.in32() && ir.y.in32() {
+				fmt.Fprintf(&b, "\tlong long %s = (int)%s %s (int)%s;\n", d, r(a), cCmp[dst>>8], r(bb))
+			} else {
+				fmt.Fprintf(&b, "\tlong long %s = %s %s %s;\n", d, r(a), cCmp[dst>>8], r(bb))
+			}
 		case plAnd:
 			fmt.Fprintf(&b, "\tlong long %s = (%s != 0) & (%s != 0);\n", d, r(a), r(bb))
 		case plOr:

@@ -74,26 +74,27 @@ func TestJITRowSourceMatchesCPU(t *testing.T) {
 		}
 		t.Run(c.name, func(t *testing.T) {
 			b := randomBatch(5_003, c.distinct, uint64(c.distinct))
-			for _, bounded := range []bool{false, true} {
+			for _, mode := range []string{"unbounded", "bounded", "narrow"} {
 				shape := hostTypes(b)
-				if bounded { // unchecked arithmetic where the ranges prove it safe
+				if mode != "unbounded" { // unchecked arithmetic where the ranges prove it safe
 					exactBounds(t, shape, b)
 				}
-				runRowSource(t, cxx, c, b, shape)
+				runRowSource(t, cxx, c, b, shape, mode == "narrow")
 			}
 		})
 	}
 }
 
 // runRowSource compiles c's row function for batches shaped like shape
-// with the host compiler, runs it over b and compares the state with the
-// CPU engine's.
-func runRowSource(t *testing.T, cxx string, c pipelineCase, b *cpu.Batch, shape *Batch) {
+// (in 32-bit arithmetic where the ranges allow, with narrow) with the host
+// compiler, runs it over b and compares the state with the CPU engine's.
+func runRowSource(t *testing.T, cxx string, c pipelineCase, b *cpu.Batch, shape *Batch, narrow bool) {
 	t.Helper()
 	fp, err := compileFused(shape, c.ops)
 	if err != nil {
 		t.Fatal(err)
 	}
+	fp.narrow = narrow
 	dir := t.TempDir()
 	src := hostHarness + fmt.Sprintf("#define NAGG %d\n", len(fp.slots)) + jitHelpers + fp.rowSource() + hostMain
 	// jitHelpers uses common.cuh's hash; the row function does not.

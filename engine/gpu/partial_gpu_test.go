@@ -88,7 +88,7 @@ func TestGPUPartialMatchesCPU(t *testing.T) {
 	}
 	defer s.Destroy()
 	for _, c := range pipelineCases() {
-		for _, mode := range []string{"compiled, registers", "compiled, bounded", "compiled, shared", "compiled, registers, ranges", "compiled, shared, ranges", "interpreted", "operators"} {
+		for _, mode := range []string{"compiled, registers", "compiled, bounded", "compiled, shared", "compiled, registers, ranges", "compiled, shared, ranges", "compiled, shared, ranges, narrow", "interpreted", "operators"} {
 			fused, jit := mode != "operators", strings.HasPrefix(mode, "compiled")
 			d.SetFused(fused)
 			d.SetJIT(jit)
@@ -99,7 +99,8 @@ func TestGPUPartialMatchesCPU(t *testing.T) {
 			if strings.Contains(mode, "shared") {
 				acc = AccShared
 			}
-			ranges := strings.HasSuffix(mode, "ranges")
+			ranges := strings.Contains(mode, "ranges")
+			d.SetNarrow(strings.HasSuffix(mode, "narrow"))
 			d.SetAccumulators(acc)
 			t.Run(c.name+"/"+mode, func(t *testing.T) {
 				b := randomBatch(300_007, c.distinct, uint64(c.distinct))
@@ -148,6 +149,7 @@ func TestGPUPartialMatchesCPU(t *testing.T) {
 	d.SetFused(true)
 	d.SetJIT(true)
 	d.SetAccumulators(AccShared)
+	d.SetNarrow(false)
 	t.Logf("run-time compiler: %s", d.JIT())
 	if p := d.Peak(); p <= 0 {
 		t.Errorf("peak device memory %d", p)
