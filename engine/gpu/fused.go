@@ -658,6 +658,20 @@ func (p *program) groupKey(names []string) (int, []keyCode, error) {
 }
 
 // upload copies host values to new scratch device memory.
+// numberKeys numbers the filled slots of a key table (GS_EMPTY_KEY marks
+// an empty one) in slot order into tgid (-1: empty) and returns how many.
+func numberKeys(table []int64, tgid []int32) int {
+	n := 0
+	for s, k := range table {
+		tgid[s] = -1
+		if k != math.MinInt64 {
+			tgid[s] = int32(n)
+			n++
+		}
+	}
+	return n
+}
+
 func uploadScratch[T any](r *run, vals []T) (cuda.DevicePtr, error) {
 	var zero T
 	p, err := r.arena.alloc(max(len(vals), 1) * int(unsafe.Sizeof(zero)))
@@ -725,14 +739,7 @@ func (r *run) runFused(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 		if err := r.s.Synchronize(); err != nil {
 			return nil, err
 		}
-		ngroups = 0
-		for s, k := range tkeys {
-			tgid[s] = -1
-			if k != math.MinInt64 {
-				tgid[s] = int32(ngroups)
-				ngroups++
-			}
-		}
+		ngroups = numberKeys(tkeys, tgid)
 		if failed[0] != 0 || ngroups > fusedGroups {
 			return nil, notFused("more than %d groups", fusedGroups)
 		}

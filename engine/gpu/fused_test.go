@@ -240,3 +240,12 @@ func TestFusedTPCHCompile(t *testing.T) {
 func queriesBuild(q string, tables []plan.TableStats) (*plan.Plan, error) {
 	return queries.Build(q, 1, tables)
 }
+
+// TestNumberKeys: filled slots numbered in slot order, empty ones -1.
+func TestNumberKeys(t *testing.T) {
+	table := []int64{math.MinInt64, 5, math.MinInt64, -9, 0}
+	tgid := make([]int32, len(table))
+	if n := numberKeys(table, tgid); n != 3 || fmt.Sprint(tgid) != "[-1 0 -1 1 2]" {
+		t.Fatalf("%d groups, ids %v", n, tgid)
+	}
+}

@@ -656,14 +656,7 @@ func (r *run) runCompiled(fp *fusedPlan, st *Stats) (*cpu.Batch, error) {
 		tgid := make([]int32, plSlots)
 		ngroups := 1
 		if fp.key >= 0 {
-			ngroups = 0
-			for s, k := range table {
-				tgid[s] = -1
-				if k != math.MinInt64 {
-					tgid[s] = int32(ngroups)
-					ngroups++
-				}
-			}
+			ngroups = numberKeys(table, tgid)
 			if ngroups > fusedGroups {
 				return nil, notFused("more than %d groups", fusedGroups)
 			}
