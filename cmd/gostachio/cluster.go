@@ -168,7 +168,14 @@ func newBenchSimCmd(g *globals) *cobra.Command {
 --policy overlap') on a profile derived from --profile: --devices devices per
 node, the machine's cores and NVMe bandwidth shared by the workers, the link's
 bandwidth and latency (--latency where the kernel cannot emulate the delay).
-Prints engine and simulated seconds and the error per query.`,
+
+The runs are interleaved by default: one launch of --warmup + --reps rounds,
+each running every query once in an order drawn from --seed, so that the
+machine's drift reaches every query alike (--order grouped: each query's runs
+back to back, a launch per query). Prints per query the engine's median with
+its distribution-free 95% interval (from 6 runs on), the simulated seconds,
+the error against the median and against the interval's ends, and whether
+the simulated time lies inside the interval.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			l, err := cluster.ParseLink(link)
@@ -203,8 +210,10 @@ Prints engine and simulated seconds and the error per query.`,
 	f.StringVar(&link, "link", "1Gbit", "every worker's link, RATE[,DELAY]")
 	f.IntVar(&o.Devices, "devices", 1, "devices per worker (engine --devices; the profile's gpus)")
 	f.StringVar(&qs, "query", "q3,q5,q9,q18", "queries")
-	f.IntVar(&o.Reps, "reps", 3, "runs of each query on the cluster (the median counts)")
-	f.IntVar(&o.Warmup, "warmup", 1, "untimed runs of each query first, on the same workers (their heaps warm up)")
+	f.IntVar(&o.Reps, "reps", 9, "timed runs of each query on the cluster (the median counts; 6 or more give its 95% interval)")
+	f.IntVar(&o.Warmup, "warmup", 2, "untimed runs of each query first, on the same workers (their heaps warm up)")
+	f.StringVar(&o.Order, "order", cluster.OrderInterleaved, "run layout: interleaved (rounds of every query, shuffled per round) or grouped (each query's runs back to back)")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the interleaved order")
 	f.StringVar(&o.Profile, "profile", "sim/profiles/devbox-calibrated.yaml", "calibrated profile the simulated one derives from")
 	f.StringVar(&o.ProfileOut, "profile-out", "netns-cluster.yaml", "where to write the derived profile")
 	f.DurationVar(&o.Latency, "latency", 15*time.Microsecond, "simulated NIC latency when the delay is not emulated (0: the --link delay)")

@@ -6,9 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -19,14 +21,16 @@ import (
 // Simulator against the emulated cluster (`gostachio cluster bench-sim`):
 // each query runs Reps times on a --netns cluster with shaped links, and
 // once in the simulator on a profile derived from a calibrated one for the
-// same topology.
+// same topology. The engine's median comes with its distribution-free 95%
+// interval (stats.MedianRankCI), so an error can be read against the
+// engine's own spread.
 
 // SimBenchOptions configure BenchSim.
 type SimBenchOptions struct {
 	// Exe is this binary (workers and `sim` run from it).
 	Exe string
 	// Nodes, Link, Devices (per worker) and Data describe the cluster;
-	// Queries are run in order, each Reps times (the median counts).
+	// each of Queries runs Reps times (the median counts).
 	Nodes   int
 	Link    Link
 	Devices int
@@ -37,6 +41,12 @@ type SimBenchOptions struct {
 	// not counted: a worker's first runs grow its heap onto memory never
 	// touched (a page fault per 4 KiB), which the simulator does not model.
 	Warmup int
+	// Order is how the runs are laid out: OrderInterleaved (the default)
+	// runs Warmup+Reps rounds in one launch, each round every query once
+	// in an order drawn from Seed (BenchSimOrder); OrderGrouped runs each
+	// query's runs back to back in a launch of its own.
+	Order string
+	Seed  uint64
 	// Profile is the calibrated profile (.yaml) the simulated one derives
 	// from; ProfileOut is where the derived one is written.
 	Profile, ProfileOut string
@@ -55,13 +65,79 @@ type SimBenchOptions struct {
 	ColocationRounds   int
 }
 
+// The run layouts of SimBenchOptions.Order.
+const (
+	OrderInterleaved = "interleaved"
+	OrderGrouped     = "grouped"
+)
+
 // SimBenchRow is one query's comparison.
 type SimBenchRow struct {
-	Query   string    `json:"query"`
-	Engine  []float64 `json:"engine_s"`
-	Sim     float64   `json:"sim_s"`
-	Error   float64   `json:"error"` // (sim - median engine) / median engine
-	SentMiB float64   `json:"sent_mib"`
+	Query  string    `json:"query"`
+	Engine []float64 `json:"engine_s"` // the timed runs, in the order they ran
+	// CI is the engine's median with its 95% median-rank interval
+	// (stats.MedianRankCI; from 6 runs on).
+	CI    stats.MedianInterval `json:"engine_median_ci95"`
+	Sim   float64              `json:"sim_s"`
+	Error float64              `json:"error"` // (sim - median engine) / median engine
+	// ErrorLo and ErrorHi are the error against the interval's ends,
+	// (sim − CI.Hi)/CI.Hi and (sim − CI.Lo)/CI.Lo: the range the error
+	// could take for any engine median the runs cannot rule out. InCI is
+	// whether Sim lies inside the interval (the runs cannot tell the
+	// simulated time from the engine's).
+	ErrorLo float64 `json:"error_ci95_lo"`
+	ErrorHi float64 `json:"error_ci95_hi"`
+	InCI    bool    `json:"sim_in_ci95"`
+	SentMiB float64 `json:"sent_mib"`
+}
+
+// BenchSimOrder returns the query list of an interleaved launch: rounds
+// rounds, each running every query once, in an order drawn afresh for
+// every round from seed (Fisher–Yates on a PCG stream). Run back to back
+// in blocks, two identical systems can look up to 38% apart on a noisy
+// machine (Abedi & Brecht, ICPE'17, REFERENCES.md); interleaved in random
+// order, a drift of the machine reaches every query alike and no query
+// always follows the same other one. The same arguments give the same
+// list.
+func BenchSimOrder(queries []string, rounds int, seed uint64) []string {
+	rng := rand.New(rand.NewPCG(seed, 0x6265_6e63_682d_7369)) // "bench-si"
+	out := make([]string, 0, rounds*len(queries))
+	round := slices.Clone(queries)
+	for range rounds {
+		rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
+		out = append(out, round...)
+	}
+	return out
+}
+
+// timedRuns checks that the results of a launch answer its query list one
+// for one and returns each query's timed seconds, in order, past its first
+// warmup runs, with the bytes it sent.
+func timedRuns(list []string, res []jsonResult, warmup int, times map[string][]float64, sent map[string]float64) error {
+	if len(res) != len(list) {
+		return fmt.Errorf("%d results for %d runs", len(res), len(list))
+	}
+	seen := make(map[string]int)
+	for i, q := range list {
+		if !strings.EqualFold(res[i].Query, q) {
+			return fmt.Errorf("result %d is of %q, not of %q", i+1, res[i].Query, q)
+		}
+		if seen[q]++; seen[q] <= warmup {
+			continue
+		}
+		times[q] = append(times[q], res[i].Seconds)
+		sent[q] = float64(res[i].SentBytes) / (1 << 20)
+	}
+	return nil
+}
+
+// simBenchRow compares the simulated time sim with the engine's runs.
+func simBenchRow(q string, engine []float64, sim, sentMiB float64) SimBenchRow {
+	ci := stats.MedianRankCI(engine, 0.95)
+	return SimBenchRow{Query: q, Engine: engine, CI: ci, Sim: sim, SentMiB: sentMiB,
+		Error:   (sim - ci.Median) / ci.Median,
+		ErrorLo: (sim - ci.Hi) / ci.Hi, ErrorHi: (sim - ci.Lo) / ci.Lo,
+		InCI: ci.OK && ci.Lo <= sim && sim <= ci.Hi}
 }
 
 // DeriveProfile rewrites a profile's YAML for an emulated cluster of this
@@ -198,24 +274,36 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if err := os.WriteFile(o.ProfileOut, append(prof, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
-	var rows []SimBenchRow
-	for _, q := range o.Queries {
-		row := SimBenchRow{Query: q}
-		list := strings.TrimSuffix(strings.Repeat(q+",", o.Warmup+o.Reps), ",")
+	var launches [][]string
+	switch o.Order {
+	case "", OrderInterleaved:
+		launches = [][]string{BenchSimOrder(o.Queries, o.Warmup+o.Reps, o.Seed)}
+	case OrderGrouped:
+		for _, q := range o.Queries {
+			launches = append(launches, slices.Repeat([]string{q}, o.Warmup+o.Reps))
+		}
+	default:
+		return nil, fmt.Errorf("cluster: bench-sim: --order %q: want %s or %s", o.Order, OrderInterleaved, OrderGrouped)
+	}
+	times, sent := make(map[string][]float64), make(map[string]float64)
+	for _, list := range launches {
+		fmt.Fprintf(log, "bench-sim: %d runs on %d workers (%s, ...)\n", len(list), o.Nodes, strings.Join(list[:min(len(list), 4)], ", "))
 		var stdout bytes.Buffer
 		err := Launch(ctx, LaunchOptions{Nodes: o.Nodes, Exe: o.Exe, Netns: true, Link: o.Link,
-			Args: []string{"--data", o.Data, "--query", list, "--devices", strconv.Itoa(o.Devices), "--format", "json"}}, &stdout, log)
+			Args: []string{"--data", o.Data, "--query", strings.Join(list, ","), "--devices", strconv.Itoa(o.Devices), "--format", "json"}}, &stdout, log)
 		if err != nil {
-			return rows, fmt.Errorf("cluster: bench-sim %s on the cluster: %w", q, err)
+			return nil, fmt.Errorf("cluster: bench-sim %s on the cluster: %w", list[0], err)
 		}
 		var res []jsonResult
-		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil || len(res) != o.Warmup+o.Reps {
-			return rows, fmt.Errorf("cluster: bench-sim %s: unreadable results (%v): %.200s", q, err, stdout.Bytes())
+		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
+			return nil, fmt.Errorf("cluster: bench-sim %s: unreadable results (%v): %.200s", list[0], err, stdout.Bytes())
 		}
-		for _, r := range res[o.Warmup:] {
-			row.Engine = append(row.Engine, r.Seconds)
-			row.SentMiB = float64(r.SentBytes) / (1 << 20)
+		if err := timedRuns(list, res, o.Warmup, times, sent); err != nil {
+			return nil, fmt.Errorf("cluster: bench-sim: results of the launch: %w", err)
 		}
+	}
+	var rows []SimBenchRow
+	for _, q := range o.Queries {
 		cmd := exec.CommandContext(ctx, o.Exe, "sim", "--profile", o.ProfileOut, "--nodes", strconv.Itoa(o.Nodes),
 			"--data", o.Data, "--query", q, "--policy", "overlap", "--json")
 		var serr bytes.Buffer
@@ -230,19 +318,40 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		if err := json.Unmarshal(out, &rep); err != nil || rep.Makespan <= 0 {
 			return rows, fmt.Errorf("cluster: bench-sim %s: unreadable sim report (%v)", q, err)
 		}
-		row.Sim = float64(rep.Makespan) / 1e9
-		eng := stats.Median(row.Engine)
-		row.Error = (row.Sim - eng) / eng
-		rows = append(rows, row)
+		rows = append(rows, simBenchRow(q, times[q], float64(rep.Makespan)/1e9, sent[q]))
 	}
-	fmt.Fprintf(w, "%d workers, --netns --link %s, --devices %d, %s, engine median of %d after %d warm-up; sim profile %s\n",
-		o.Nodes, o.Link, o.Devices, o.Data, o.Reps, o.Warmup, o.ProfileOut)
-	fmt.Fprintf(w, "%-6s %10s %10s %8s %10s\n", "query", "engine s", "sim s", "error", "sent MiB")
+	printSimBench(w, o, rows)
+	return rows, nil
+}
+
+// printSimBench writes BenchSim's table.
+func printSimBench(w io.Writer, o SimBenchOptions, rows []SimBenchRow) {
+	order := o.Order
+	if order == "" {
+		order = OrderInterleaved
+	}
+	fmt.Fprintf(w, "%d workers, --netns --link %s, --devices %d, %s, engine median of %d runs after %d warm-up (%s, seed %d); sim profile %s\n",
+		o.Nodes, o.Link, o.Devices, o.Data, o.Reps, o.Warmup, order, o.Seed, o.ProfileOut)
+	fmt.Fprintf(w, "%-6s %10s %17s %10s %8s %17s %10s\n", "query", "engine s", "95% interval", "sim s", "error", "error over it", "sent MiB")
 	var abs []float64
+	inside, known := 0, 0
 	for _, r := range rows {
-		fmt.Fprintf(w, "%-6s %10.3f %10.3f %+7.1f%% %10.1f\n", r.Query, stats.Median(r.Engine), r.Sim, 100*r.Error, r.SentMiB)
+		iv, over := "(too few runs)", ""
+		if r.CI.OK {
+			known++
+			iv = fmt.Sprintf("%.3f–%.3f", r.CI.Lo, r.CI.Hi)
+			over = fmt.Sprintf("%+.1f..%+.1f%%", 100*r.ErrorLo, 100*r.ErrorHi)
+			if r.InCI {
+				inside++
+				over += " in"
+			}
+		}
+		fmt.Fprintf(w, "%-6s %10.3f %17s %10.3f %+7.1f%% %17s %10.1f\n", r.Query, r.CI.Median, iv, r.Sim, 100*r.Error, over, r.SentMiB)
 		abs = append(abs, max(r.Error, -r.Error))
 	}
-	fmt.Fprintf(w, "median |error| %.1f%%\n", 100*stats.Median(abs))
-	return rows, nil
+	fmt.Fprintf(w, "median |error| %.1f%%", 100*stats.Median(abs))
+	if known > 0 {
+		fmt.Fprintf(w, "; simulated time inside the engine's 95%% interval for %d of %d queries", inside, known)
+	}
+	fmt.Fprintln(w)
 }

@@ -3,7 +3,9 @@ package cluster
 import (
 	"context"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +117,82 @@ func TestMeasureColocation(t *testing.T) {
 	}
 	if err := RunColocatePeer(context.Background(), time.Second, -1, strings.NewReader(""), io.Discard); err == nil {
 		t.Error("a peer with -1 threads ran")
+	}
+}
+
+// TestBenchSimOrder: every round runs every query once, the rounds are not
+// all in the same order, the same seed gives the same list and another
+// seed another one.
+func TestBenchSimOrder(t *testing.T) {
+	qs := []string{"q3", "q5", "q9", "q18"}
+	list := BenchSimOrder(qs, 12, 1)
+	if len(list) != 48 {
+		t.Fatalf("%d runs, want 48", len(list))
+	}
+	orders := map[string]bool{}
+	for r := range 12 {
+		round := slices.Clone(list[4*r : 4*r+4])
+		orders[strings.Join(round, ",")] = true
+		slices.Sort(round)
+		if !slices.Equal(round, []string{"q18", "q3", "q5", "q9"}) {
+			t.Fatalf("round %d runs %v", r, list[4*r:4*r+4])
+		}
+	}
+	if len(orders) < 4 {
+		t.Errorf("12 rounds in only %d orders: not shuffled per round", len(orders))
+	}
+	if !slices.Equal(list, BenchSimOrder(qs, 12, 1)) {
+		t.Error("the same seed gave another list")
+	}
+	if slices.Equal(list, BenchSimOrder(qs, 12, 2)) {
+		t.Error("seeds 1 and 2 gave the same list")
+	}
+}
+
+// TestTimedRuns: results are matched to the launch's list one for one,
+// each query's first warmup runs are left out, and a result of another
+// query or a missing one is an error naming it.
+func TestTimedRuns(t *testing.T) {
+	list := []string{"q3", "q9", "q9", "q3", "q3", "q9"}
+	var res []jsonResult
+	for i, q := range list {
+		res = append(res, jsonResult{Query: q, Seconds: float64(i + 1), SentBytes: int64(i+1) << 20})
+	}
+	times, sent := map[string][]float64{}, map[string]float64{}
+	if err := timedRuns(list, res, 1, times, sent); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(times["q3"], []float64{4, 5}) || !slices.Equal(times["q9"], []float64{3, 6}) {
+		t.Errorf("timed runs %v", times)
+	}
+	if sent["q3"] != 5 || sent["q9"] != 6 {
+		t.Errorf("sent %v", sent)
+	}
+	res[2].Query = "q5"
+	if err := timedRuns(list, res, 1, times, sent); err == nil || !strings.Contains(err.Error(), `result 3 is of "q5"`) {
+		t.Errorf("swapped result: %v", err)
+	}
+	if err := timedRuns(list, res[:5], 1, times, sent); err == nil || !strings.Contains(err.Error(), "5 results for 6 runs") {
+		t.Errorf("missing result: %v", err)
+	}
+}
+
+// TestSimBenchRow: the error against the median and against the 95%
+// interval's ends, and whether the simulated time lies inside it.
+func TestSimBenchRow(t *testing.T) {
+	// Nine runs: the 95% interval is x(2)..x(8) = 0.21..0.29, median 0.25.
+	runs := []float64{0.25, 0.21, 0.29, 0.20, 0.30, 0.23, 0.27, 0.24, 0.26}
+	r := simBenchRow("q9", runs, 0.22, 35.8)
+	if !r.CI.OK || r.CI.Lo != 0.21 || r.CI.Hi != 0.29 || r.CI.Median != 0.25 {
+		t.Fatalf("interval %+v", r.CI)
+	}
+	if !r.InCI || math.Abs(r.Error-(-0.12)) > 1e-12 || math.Abs(r.ErrorLo-(0.22-0.29)/0.29) > 1e-12 || math.Abs(r.ErrorHi-(0.22-0.21)/0.21) > 1e-12 {
+		t.Errorf("row %+v", r)
+	}
+	if r := simBenchRow("q9", runs, 0.30, 0); r.InCI || r.ErrorLo <= 0 {
+		t.Errorf("sim above the interval: %+v", r)
+	}
+	if r := simBenchRow("q9", runs[:5], 0.25, 0); r.CI.OK || r.InCI {
+		t.Errorf("5 runs have no 95%% interval: %+v", r)
 	}
 }
