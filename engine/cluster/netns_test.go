@@ -432,3 +432,35 @@ func lastLines(s string, n int) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
 	return strings.Join(lines[max(0, len(lines)-n):], " | ")
 }
+
+// TestNetnsTCPSettings: every namespace of an emulated cluster restarts
+// no idle connection from TCP's initial window (NetnsTCPSysctl), and the
+// root namespace keeps its own setting.
+func TestNetnsTCPSettings(t *testing.T) {
+	needNetns(t)
+	id, err := NewNetnsID()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root, err := os.ReadFile("/proc/sys/net/ipv4/tcp_slow_start_after_idle")
+	if err != nil {
+		t.Skipf("skipping: %v", err)
+	}
+	n, err := NewNetns(id, 2, Link{Rate: 100e6})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer n.Close()
+	if strings.Contains(n.Warning, NetnsTCPSysctl) {
+		t.Fatalf("not set: %s", n.Warning)
+	}
+	for _, ns := range n.Names {
+		out, err := exec.Command("ip", "netns", "exec", ns, "cat", "/proc/sys/net/ipv4/tcp_slow_start_after_idle").CombinedOutput()
+		if err != nil || strings.TrimSpace(string(out)) != "0" {
+			t.Errorf("%s: tcp_slow_start_after_idle %q (%v), want 0", ns, out, err)
+		}
+	}
+	if now, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_slow_start_after_idle"); string(now) != string(root) {
+		t.Errorf("the root namespace's setting changed: %q → %q", root, now)
+	}
+}
