@@ -88,7 +88,9 @@ var ErrUnmatched = errors.New("sim: receives wait for sends that were never star
 //	         when oversubscribed) + NICIn[peer][Peer.Index], GPUDirect: +
 //	         D2H of the sender's device and H2D of the receiver's; same
 //	         node with intra path nvlink: NVLinkOut[dev] + NVLinkIn[peer dev];
-//	         same device: no link; latency nic.latency / intra.latency
+//	         same device: no link; latency nic.latency / intra.latency;
+//	         ordered_sends: one at a time per pair of nodes, in start
+//	         order (a gate of capacity 1 per sending and receiving node)
 //	recv     no work: completes with the send of the same Tag, whether
 //	         the send is already in flight or starts later; a receive
 //	         started after its send completed waits forever, and Next
@@ -260,6 +262,9 @@ func (c *Cluster) gateOf(t *scheduler.Task, spec *FlowSpec) (*gate, int) {
 		k, capacity, w = gateKey{LinkNVMe, t.Node, t.Res.Index}, c.prof.NVMe.DeviceQD, max(spec.QD, 1)
 	case (t.Kind == scheduler.TaskKernel || t.Kind == scheduler.TaskMerge) && nd.KernelsOnHost && nd.CPUSlots > 0:
 		k, capacity, w = gateKey{LinkHost, t.Node, 0}, nd.CPUSlots, 1
+	case t.Kind == scheduler.TaskSend && nd.OrderedSends && t.Node != t.Peer.Node && len(spec.Links) > 0:
+		// The pair's stream: keyed by the sending node and the receiving one.
+		k, capacity, w = gateKey{LinkNICOut, t.Node, t.Peer.Node}, 1, 1
 	default:
 		return nil, 0
 	}

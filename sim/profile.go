@@ -95,6 +95,15 @@ type NodeSpec struct {
 	// ColocationKernels (and no further). 0: no loss.
 	Colocation        float64 `yaml:"colocation,omitempty"`
 	ColocationKernels int     `yaml:"colocation_kernels,omitempty"`
+	// OrderedSends makes the sends from one node to another share one
+	// ordered stream, as the engine's TCP data plane does (one connection
+	// per pair of workers, frames written whole, in turn): a send's bytes
+	// start moving when those of the sends started before it on that pair
+	// have arrived, first come first served. Sends to other nodes and
+	// from other nodes share the NIC links with it as before (max-min
+	// fair). false: every send is a flow of its own from its start, as
+	// with a queue pair per exchange over RDMA or a connection per send.
+	OrderedSends bool `yaml:"ordered_sends,omitempty"`
 }
 
 // PCIeSpec is one GPU's PCIe link.

@@ -166,9 +166,11 @@ const TCPPayloadShare = 1448.0 / 1514
 // node.colocation with node.colocation_kernels = nodes·devices: the
 // simulated host keeps its full cores while no more kernels than cores
 // run and loses throughput only past that (sim.NodeSpec.Colocation).
-// Only the lines of those fields change (shared_machine and the
-// colocation lines are added after host_cores; colocation lines already in
-// src are replaced); comments say what was done.
+// The engine's TCP data plane sends the frames from one worker to another
+// in turn over one connection, so the nodes get node.ordered_sends. Only
+// the lines of those fields change (shared_machine, ordered_sends and the
+// colocation lines are added after host_cores; such lines already in src
+// are replaced); comments say what was done.
 func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency time.Duration, efficiency float64) ([]byte, error) {
 	if nodes < 1 || devices < 1 || cores < 1 || link.Rate <= 0 {
 		return nil, fmt.Errorf("cluster: derive profile: need nodes, devices, cores >= 1 and a link rate")
@@ -180,7 +182,6 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 	section := ""
 	seen := map[string]bool{}
 	lines := strings.Split(string(src), "\n")
-	hasShared := strings.Contains(string(src), "\n  shared_machine:")
 	for _, line := range lines {
 		if len(line) > 0 && line[0] != ' ' && line[0] != '#' {
 			section, _, _ = strings.Cut(line, ":")
@@ -188,7 +189,7 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
 		indented := strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ")
 		extra := ""
-		if ok && indented && section == "node" && (key == "colocation" || key == "colocation_kernels") {
+		if ok && indented && section == "node" && (key == "shared_machine" || key == "colocation" || key == "colocation_kernels" || key == "ordered_sends") {
 			continue // written after host_cores
 		}
 		if ok && indented {
@@ -209,19 +210,15 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 				}
 				hc := min(f, float64(cores))
 				set(strconv.FormatFloat(hc, 'g', 4, 64), fmt.Sprintf("this machine's %d cores, shared by the %d workers", cores, nodes))
-				var more []string
-				if !hasShared {
-					more = append(more, "  shared_machine: true  # "+sharedWhy)
-					seen["node.shared_machine"] = true
-				}
+				more := []string{"  shared_machine: true  # " + sharedWhy}
+				seen["node.shared_machine"] = true
+				more = append(more, "  ordered_sends: true  # the engine's TCP data plane: one connection per pair of workers, frames in turn")
 				if k := nodes * devices; efficiency < 1 && float64(k) > hc {
 					more = append(more,
 						fmt.Sprintf("  colocation: %s  # measured: %d kernel loops in %d processes did this share of one process's throughput", strconv.FormatFloat(efficiency, 'g', 4, 64), k, nodes),
 						fmt.Sprintf("  colocation_kernels: %d  # the workers' kernels at once (%d x --devices %d)", k, nodes, devices))
 				}
 				extra = strings.Join(more, "\n")
-			case "node.shared_machine":
-				set("true", sharedWhy)
 			case "nic.bandwidth":
 				set(strconv.FormatFloat(math.Round(float64(link.Rate)/8*TCPPayloadShare), 'f', 0, 64), "the TCP payload rate of --link "+link.String()+" (x 1448/1514)")
 			case "nic.latency":

@@ -38,8 +38,8 @@ func TestDeriveProfile(t *testing.T) {
 		if err != nil {
 			t.Fatalf("derived profile does not parse: %v\n%s", err, out)
 		}
-		if p.Node.GPUs != 1 || !p.Node.SharedMachine || p.Node.HostCores != tc.wantCores {
-			t.Errorf("cores %d: node %+v, want 1 gpu, shared machine, %g cores", tc.cores, p.Node, tc.wantCores)
+		if p.Node.GPUs != 1 || !p.Node.SharedMachine || !p.Node.OrderedSends || p.Node.HostCores != tc.wantCores {
+			t.Errorf("cores %d: node %+v, want 1 gpu, shared machine, ordered sends, %g cores", tc.cores, p.Node, tc.wantCores)
 		}
 		// 100 Mbit/s carries 11.96 MB/s of TCP payload in full frames.
 		if got, want := p.NIC.Bandwidth.PerNs(), 100e6/8/1e9*1448/1514; math.Abs(got-want) > 1e-6*want {
