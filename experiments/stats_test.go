@@ -7,7 +7,6 @@ import (
 	"testing"
 )
 
-
 // TestResamplerMedian compares the counting median of a resample with the
 // median of the same resample drawn and sorted explicitly.
 func TestResamplerMedian(t *testing.T) {
