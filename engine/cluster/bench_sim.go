@@ -155,9 +155,8 @@ const TCPPayloadShare = 1448.0 / 1514
 // machine: every node gets `devices` devices and the link's NIC bandwidth
 // (its TCP payload rate, TCPPayloadShare) and latency (latency: the delay
 // crossed twice, two veths, or the given one when the delay is not
-// emulated), and the nodes are marked
-// node.shared_machine with host_cores the machine's `cores` (capped by the
-// profile's): the workers are processes of this machine sharing its cores
+// emulated), and the nodes are marked node.shared_machine with host_cores
+// the machine's `cores` (capped by the profile's): the workers are processes of this machine sharing its cores
 // and its disk, which the simulator then shares among the nodes' tasks as
 // the operating system does (a worker waiting on the network leaves its
 // share to the others). efficiency, the share of the cores'
@@ -255,6 +254,24 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if o.Devices < 1 {
 		o.Devices = 1
 	}
+	listed := map[string]bool{}
+	for _, q := range o.Queries {
+		if listed[q] {
+			return nil, fmt.Errorf("cluster: bench-sim: --query lists %s twice", q)
+		}
+		listed[q] = true
+	}
+	var launches [][]string
+	switch o.Order {
+	case "", OrderInterleaved:
+		launches = [][]string{BenchSimOrder(o.Queries, o.Warmup+o.Reps, o.Seed)}
+	case OrderGrouped:
+		for _, q := range o.Queries {
+			launches = append(launches, slices.Repeat([]string{q}, o.Warmup+o.Reps))
+		}
+	default:
+		return nil, fmt.Errorf("cluster: bench-sim: --order %q: want %s or %s", o.Order, OrderInterleaved, OrderGrouped)
+	}
 	if o.ColocationDuration <= 0 {
 		o.ColocationDuration = 2 * time.Second
 	}
@@ -282,17 +299,6 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	prof = bytes.Replace(prof, []byte("\nname: "), []byte("\nname: netns-"), 1)
 	if err := os.WriteFile(o.ProfileOut, append(prof, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
-	}
-	var launches [][]string
-	switch o.Order {
-	case "", OrderInterleaved:
-		launches = [][]string{BenchSimOrder(o.Queries, o.Warmup+o.Reps, o.Seed)}
-	case OrderGrouped:
-		for _, q := range o.Queries {
-			launches = append(launches, slices.Repeat([]string{q}, o.Warmup+o.Reps))
-		}
-	default:
-		return nil, fmt.Errorf("cluster: bench-sim: --order %q: want %s or %s", o.Order, OrderInterleaved, OrderGrouped)
 	}
 	times, sent := make(map[string][]float64), make(map[string]float64)
 	for _, list := range launches {
