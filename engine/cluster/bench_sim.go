@@ -287,8 +287,8 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(w, "co-location: %d processes of %d kernel loops did %.3f of one process's work on every core (medians of %d rounds: %.1f vs %.1f iterations/s)\n",
-			o.Nodes, o.Devices, c.Efficiency, len(c.Alone), stats.Median(c.Together), stats.Median(c.Alone))
+		fmt.Fprintf(w, "co-location: %d processes of %d kernel loops did %.3f of one process's work on every core (medians of %d rounds: %.1f vs %.1f iterations/s; rounds %s)\n",
+			o.Nodes, o.Devices, c.Efficiency, len(c.Alone), stats.Median(c.Together), stats.Median(c.Alone), roundRange(c))
 		o.Colocation = min(c.Efficiency, 1)
 	}
 	prof, err := DeriveProfile(src, o.Nodes, o.Devices, o.Cores, o.Link, o.Latency, o.Colocation)
@@ -337,6 +337,23 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	}
 	printSimBench(w, o, rows)
 	return rows, nil
+}
+
+// roundRange is the spread of a co-location measurement, "lo–hi": each
+// round's together/alone ratio. The simulated times scale with the
+// efficiency, so this spread is the simulated side's own noise.
+func roundRange(c ColocationResult) string {
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i := range min(len(c.Alone), len(c.Together)) {
+		if c.Alone[i] > 0 {
+			r := c.Together[i] / c.Alone[i]
+			lo, hi = min(lo, r), max(hi, r)
+		}
+	}
+	if lo > hi {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3f–%.3f", lo, hi)
 }
 
 // printSimBench writes BenchSim's table.

@@ -197,3 +197,15 @@ func TestSimBenchRow(t *testing.T) {
 		t.Errorf("5 runs have no 95%% interval: %+v", r)
 	}
 }
+
+// TestRoundRange: the spread of a co-location measurement is the least and
+// the largest per-round ratio of together to alone.
+func TestRoundRange(t *testing.T) {
+	c := ColocationResult{Alone: []float64{10, 20, 40}, Together: []float64{6, 10, 30}}
+	if got := roundRange(c); got != "0.500–0.750" {
+		t.Errorf("range %q, want 0.500–0.750", got)
+	}
+	if got := roundRange(ColocationResult{}); got != "n/a" {
+		t.Errorf("no rounds: %q", got)
+	}
+}
