@@ -68,6 +68,10 @@ race:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./...
 
+# The data plane's framing against Arrow IPC and Arrow Flight (issue 9: "choose by measurement").
+bench-wire:
+	$(GO) test -run '^$$' -bench WireFormats -benchtime 2s -count 3 ./engine/cluster
+
 bench-gen:
 	$(GO) test -run '^$$' -bench GenSF1 -benchtime 1x ./tpch/
 
