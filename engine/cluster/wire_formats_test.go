@@ -177,14 +177,7 @@ func newIPCPair(t testing.TB, schema *arrow.Schema, got func(*cpu.Batch)) *ipcPa
 	return p
 }
 
-func (p *ipcPair) send(b *cpu.Batch) error {
-	rec, err := toRecord(b)
-	if err != nil {
-		return err
-	}
-	defer rec.Release()
-	return p.w.Write(rec)
-}
+func (p *ipcPair) send(b *cpu.Batch) error { return writeBatch(p.w, b) }
 
 func (p *ipcPair) close() error {
 	err := p.w.Close()
@@ -257,13 +250,37 @@ func newFlightPair(t testing.TB, schema *arrow.Schema, got func(*cpu.Batch)) *fl
 	return &flightPair{srv: srv, client: client, stream: stream, w: w}
 }
 
-func (p *flightPair) send(b *cpu.Batch) error {
+func (p *flightPair) send(b *cpu.Batch) error { return writeBatch(p.w, b) }
+
+// writeBatch writes b as one Arrow record (ipc.Writer, flight.Writer).
+func writeBatch(w interface{ Write(arrow.RecordBatch) error }, b *cpu.Batch) error {
 	rec, err := toRecord(b)
 	if err != nil {
 		return err
 	}
 	defer rec.Release()
-	return p.w.Write(rec)
+	return w.Write(rec)
+}
+
+// recordPair is one of the Arrow paths: send a batch, then close (every
+// record received).
+type recordPair interface {
+	send(*cpu.Batch) error
+	close() error
+}
+
+// sendRecords sends batch b.N times through p and closes it.
+func sendRecords(b *testing.B, p recordPair, batch *cpu.Batch) {
+	b.SetBytes(batch.Bytes())
+	b.ResetTimer()
+	for range b.N {
+		if err := p.send(batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := p.close(); err != nil {
+		b.Fatal(err)
+	}
 }
 
 // close ends the stream and waits for the server's PutResult (every
@@ -369,53 +386,17 @@ func BenchmarkWireFormats(b *testing.B) {
 		rec.Release()
 		got := func(*cpu.Batch) {}
 		b.Run(fmt.Sprintf("frame=%dKiB/format=dataplane", size>>10), func(b *testing.B) {
-			x, y := planePair(b, 10*time.Second, func(_, _, _ int, _ []*cpu.Batch, l *recvLease) error { l.Release(); return nil })
-			defer x.close()
-			defer y.close()
-			b.SetBytes(batch.Bytes())
-			b.ResetTimer()
-			var next atomic.Int64
-			var wg sync.WaitGroup
-			for range 4 {
-				wg.Go(func() {
-					for next.Add(1) <= int64(b.N) {
-						if err := x.send(context.Background(), 0, 1, 0, 0, []*cpu.Batch{batch}); err != nil {
-							b.Error(err)
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
+			sendInFlight(b, batch, 4)
 		})
 		b.Run(fmt.Sprintf("frame=%dKiB/format=arrow-ipc", size>>10), func(b *testing.B) {
 			p := newIPCPair(b, schema, got)
-			b.SetBytes(batch.Bytes())
-			b.ResetTimer()
-			for range b.N {
-				if err := p.send(batch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := p.close(); err != nil {
-				b.Fatal(err)
-			}
+			sendRecords(b, p, batch)
 			if n := p.count.Load(); n != int64(b.N) {
 				b.Fatalf("received %d records of %d", n, b.N)
 			}
 		})
 		b.Run(fmt.Sprintf("frame=%dKiB/format=arrow-flight", size>>10), func(b *testing.B) {
-			p := newFlightPair(b, schema, got)
-			b.SetBytes(batch.Bytes())
-			b.ResetTimer()
-			for range b.N {
-				if err := p.send(batch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			if err := p.close(); err != nil {
-				b.Fatal(err)
-			}
+			sendRecords(b, newFlightPair(b, schema, got), batch)
 		})
 	}
 }
