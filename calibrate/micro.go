@@ -18,6 +18,7 @@ import (
 	"gostachio/dataset"
 	"gostachio/engine"
 	"gostachio/engine/storage"
+	"gostachio/internal/cpuref"
 	"gostachio/internal/stats"
 	"gostachio/kernels/cpu"
 	"gostachio/plan"
@@ -114,8 +115,8 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 		m := &micro{ds: ds, reps: opts.Reps, quick: opts.Quick, batches: batches}
 		var pm []refMark
 		reference := func() {
-			ns := ReferenceNs()
-			out = append(out, Sample{Component: CompReference, Case: "cpu reference", Tasks: referenceReps, Ns: ns})
+			ns := cpuref.Ns()
+			out = append(out, Sample{Component: CompReference, Case: "cpu reference", Tasks: cpuref.Reps, Ns: ns})
 			pm = append(pm, refMark{at: len(m.out), ns: ns})
 		}
 		m.reference = reference

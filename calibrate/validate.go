@@ -17,6 +17,7 @@ import (
 	"gostachio/engine"
 	"gostachio/engine/gpu"
 	"gostachio/experiments"
+	"gostachio/internal/cpuref"
 	"gostachio/internal/machine"
 	"gostachio/internal/stats"
 	"gostachio/plan"
@@ -156,7 +157,7 @@ type Comparison struct {
 // reference samples (each ~0.1 s).
 const refEvery = 8
 
-// CPUCheck is the CPU reference (calibrate/reference.go) timed before the
+// CPUCheck is the CPU reference (internal/cpuref) timed before the
 // engine's first run and after each of its rounds, against the profile's
 // time of it.
 type CPUCheck struct {
@@ -370,7 +371,7 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	var refs []int64
 	reference := func() {
 		if prof.Host.Reference > 0 {
-			refs = append(refs, ReferenceNs())
+			refs = append(refs, cpuref.Ns())
 		}
 	}
 	reference()

@@ -130,7 +130,7 @@ type Device struct {
 	Profiled map[string]OpScale
 	// Reference is how long calibrate's CPU reference workload took on
 	// the machine and at the time the prices were measured (0: unknown);
-	// validate times it again beside the engine (calibrate/reference.go).
+	// validate times it again beside the engine (internal/cpuref).
 	Reference Duration
 	// Fused, if set, prices every kernel as one fused pass over its input
 	// (the GPU backend's compiled pipelines: each column read once, every

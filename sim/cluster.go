@@ -116,7 +116,8 @@ type Cluster struct {
 	queued    []scheduler.Completion
 	qhead     int
 	calls     int
-	links     []LinkID // scratch
+	links     []LinkID  // scratch
+	weights   []float64 // scratch: a send's FlowSpec.Weights
 	// tables: the rows and op of the hash-build kernels per node, device
 	// and build pipeline — costmodel.TableBytes of them is the working set
 	// of the probes of that table.
@@ -539,6 +540,21 @@ func (c *Cluster) sendFlow(t *scheduler.Task, ls []LinkID) ([]LinkID, FlowSpec, 
 		ls = append(ls, c.d2h[src][t.Device], c.h2d[dst][t.PeerDevice])
 	}
 	spec.Latency = p.NIC.Latency.Ns()
+	if cost := nd.NetCPUCost; cost > 0 && src != dst {
+		// The network stack runs on the hosts' cores: the sender's and
+		// the receiver's, one host twice over on a shared machine.
+		w := c.weights[:0]
+		for range ls {
+			w = append(w, 1)
+		}
+		if c.host[src] == c.host[dst] {
+			ls, w = append(ls, c.host[src]), append(w, 2*cost)
+		} else {
+			ls, w = append(ls, c.host[src], c.host[dst]), append(w, cost, cost)
+		}
+		c.weights = w
+		spec.Weights = w
+	}
 	return ls, spec, nil
 }
 

@@ -449,3 +449,60 @@ func TestClusterOrderedSends(t *testing.T) {
 		}
 	}
 }
+
+// TestClusterNetCPUCost: with node.net_cpu_cost a send takes that many ns
+// of its hosts' cores per byte at each end and shares them with the
+// kernels and merges there (weighted max-min, FlowSpec.Weights). A merge
+// of 1e6 busy-ns (host latency 2 µs, one core) and a send of 2e6 B from
+// node 0 to 1 (NIC 1 B/ns, latency 5 µs) on hosts of 1 core; cost 2 ns/B.
+func TestClusterNetCPUCost(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		cost             float64
+		shared           bool
+		wantMerge, wantS int64
+	}{
+		// No cost: the merge alone on its core from 2 µs, the send alone
+		// on the NIC from 5 µs.
+		{"free network", 0, false, 2_000 + 1_000_000, 5_000 + 2_000_000},
+		// Host 0 from 5 µs: merge (weight 1) and send (weight 2) get 1/3
+		// each; the merge has 997000 busy-ns left: 2.991e6 ns, ends at
+		// 2.996e6. The send moved 997000 B by then; its last 1003000 B go
+		// at 1/2 (each host's core over weight 2): 2.006e6 ns more.
+		{"own hosts", 2, false, 2_996_000, 5_002_000},
+		// One host for both nodes: the send weighs 2·2 on it. From 5 µs
+		// 1/5 each: the merge's 997000 take 4.985e6 ns (end 4.99e6); the
+		// send's last 1003000 B go at 1/4: 4.012e6 ns more.
+		{"shared machine", 2, true, 4_990_000, 9_002_000},
+	} {
+		p, err := LoadProfile("testdata/profiles/tiny.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Node.HostCores = 1
+		p.Node.SharedMachine = tc.shared
+		p.Node.NetCPUCost = tc.cost
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewCluster(p, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		merge := &scheduler.Task{ID: 1, Kind: scheduler.TaskMerge, OpKind: plan.OpAggFinal, Rows: 1e6}
+		send := &scheduler.Task{ID: 2, Kind: scheduler.TaskSend, Res: scheduler.Resource{Kind: scheduler.ResNICOut},
+			Peer: scheduler.Resource{Kind: scheduler.ResNICIn, Node: 1}, Bytes: 2e6, Tag: 2}
+		for _, x := range []*scheduler.Task{merge, send} {
+			if err := c.Start(x); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ends := map[*scheduler.Task]int64{}
+		for _, comp := range drain(t, c) {
+			ends[comp.Task] = int64(comp.End)
+		}
+		if ends[merge] != tc.wantMerge || ends[send] != tc.wantS {
+			t.Errorf("%s: merge ends %d, send %d; want %d, %d", tc.name, ends[merge], ends[send], tc.wantMerge, tc.wantS)
+		}
+	}
+}

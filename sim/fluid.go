@@ -8,8 +8,9 @@ import (
 )
 
 // maxFlowLinks is the most links one flow crosses (a cross-node GPUDirect
-// send: sender D2H, NIC out, switch up, switch down, NIC in, receiver H2D).
-const maxFlowLinks = 6
+// send: sender D2H, NIC out, switch up, switch down, NIC in, receiver H2D,
+// and the two hosts whose cores run its network stack).
+const maxFlowLinks = 8
 
 // LinkID names a link of a Net.
 type LinkID int32
@@ -26,6 +27,7 @@ type link struct {
 	flows    []int32 // active flows (swap-remove via flow.pos)
 	mark     uint32
 	unfrozen int32
+	weight   float64 // Σ weights of the unfrozen flows (solve scratch)
 	residual float64
 	capacity float64 // current capacity, units/ns
 	dirty    bool
@@ -70,6 +72,10 @@ type flow struct {
 	rate      float64
 	remaining float64
 	last      int64 // when remaining was last brought up to date
+
+	// w is the flow's weight on each of its links: the link units one
+	// unit of its rate uses there (FlowSpec.Weights; 1 for most).
+	w [maxFlowLinks]float64
 
 	pred   int64   // predicted end at the current rate (solve scratch)
 	limit  float64 // own rate cap, units/ns (0: none)
@@ -231,7 +237,8 @@ func (n *Net) noteThroughputs(cl []int32) {
 		}
 		t := 0.0
 		for _, fid := range l.flows {
-			t += n.flows[fid].rate
+			f := &n.flows[fid]
+			t += f.rate * f.weightOn(lid)
 		}
 		if t != l.throughput {
 			l.throughput = t
@@ -267,16 +274,34 @@ type FlowSpec struct {
 	// QD is the number of requests the flow keeps outstanding on storage
 	// links (costmodel.Storage.TaskRequests).
 	QD int
+	// Weights, when not nil, holds for each of Links the units of that
+	// link's capacity one unit of the flow's rate uses (1 where nil): a
+	// transfer of r bytes/ns that also takes c busy-ns of a host's cores
+	// per byte crosses the host's compute link with weight c. Rates are
+	// weighted max-min fair: a link of residual capacity R shared by
+	// flows of weights w_i gives each the rate R / Σ w_i.
+	Weights []float64
 	// Tag is returned with the flow's completion.
 	Tag int32
 }
 
 // Start starts a flow now. Its completion is returned by Step. A flow with
 // no links or no size completes after its latency alone. Start panics if
-// spec names more than maxFlowLinks links (programmer error).
+// spec names more than maxFlowLinks links, or has Weights that are not
+// one positive, finite number per link (programmer errors).
 func (n *Net) Start(spec FlowSpec) FlowID {
 	if len(spec.Links) > maxFlowLinks {
 		panic("sim: flow crosses too many links")
+	}
+	if spec.Weights != nil {
+		if len(spec.Weights) != len(spec.Links) {
+			panic("sim: flow weights do not match its links")
+		}
+		for _, w := range spec.Weights {
+			if !(w > 0) || math.IsInf(w, 0) {
+				panic("sim: flow weight not positive and finite")
+			}
+		}
 	}
 	var id int32
 	if k := len(n.free); k > 0 {
@@ -290,6 +315,10 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 	f.n = uint8(len(spec.Links))
 	for i, l := range spec.Links {
 		f.links[i] = int32(l)
+		f.w[i] = 1
+		if spec.Weights != nil {
+			f.w[i] = spec.Weights[i]
+		}
 	}
 	f.limit = spec.Limit
 	f.size = spec.Size
@@ -374,7 +403,7 @@ func (n *Net) activate(id int32) {
 		}
 		f.pos[i] = int32(len(l.flows))
 		l.flows = append(l.flows, id)
-		l.work += f.size
+		l.work += f.size * f.w[i]
 		if l.storage != nil {
 			l.qd += int(f.qd)
 		}
@@ -504,6 +533,10 @@ func (n *Net) solve(cl, cf []int32) {
 		}
 		l.residual = l.capacity
 		l.unfrozen = int32(len(l.flows))
+		l.weight = 0
+		for _, fid := range l.flows {
+			l.weight += n.flows[fid].weightOn(lid)
+		}
 	}
 	capped := n.capped[:0]
 	for _, fid := range cf {
@@ -525,7 +558,7 @@ func (n *Net) solve(cl, cf []int32) {
 		for _, lid := range cl {
 			l := &n.links[lid]
 			if l.unfrozen > 0 {
-				if s := l.residual / float64(l.unfrozen); s < share {
+				if s := l.residual / l.weight; s < share {
 					share, bl = s, lid
 				}
 			}
@@ -555,7 +588,7 @@ func (n *Net) solve(cl, cf []int32) {
 		tie := share * (1 + 1e-12)
 		for _, lid := range cl {
 			l := &n.links[lid]
-			if l.unfrozen == 0 || l.residual > tie*float64(l.unfrozen) {
+			if l.unfrozen == 0 || l.residual > tie*l.weight {
 				continue
 			}
 			for _, fid := range l.flows {
@@ -609,12 +642,26 @@ func (n *Net) freeze(fid int32, r float64) {
 	f.newRate = r
 	for i := 0; i < int(f.n); i++ {
 		l := &n.links[f.links[i]]
-		l.residual -= r
+		l.residual -= r * f.w[i]
 		if l.residual < 0 {
 			l.residual = 0
 		}
 		l.unfrozen--
+		l.weight -= f.w[i]
+		if l.unfrozen == 0 {
+			l.weight = 0 // no rounding residue
+		}
 	}
+}
+
+// weightOn is f's weight on link lid (1 if f does not cross it).
+func (f *flow) weightOn(lid int32) float64 {
+	for i := 0; i < int(f.n); i++ {
+		if f.links[i] == lid {
+			return f.w[i]
+		}
+	}
+	return 1
 }
 
 // ceilNs rounds a duration in ns up to a whole ns, treating values within

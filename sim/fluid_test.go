@@ -102,6 +102,15 @@ func runFluidScenario(input string) (string, error) {
 					sf.spec.Links = append(sf.spec.Links, id)
 				}
 			}
+			if w := kv["weights"]; w != "" {
+				for _, x := range strings.Split(w, ",") {
+					v, err := strconv.ParseFloat(x, 64)
+					if err != nil {
+						return "", fmt.Errorf("line %d: weight %q", ln+1, x)
+					}
+					sf.spec.Weights = append(sf.spec.Weights, v)
+				}
+			}
 			sf.spec.Size = num("size")
 			sf.spec.Latency = int64(num("lat"))
 			sf.spec.Limit = num("limit")
@@ -166,4 +175,24 @@ func TestSharedCoresLink(t *testing.T) {
 		}
 	}()
 	NewNet().AddSharedCoresLink(2, 0.5, 2)
+}
+
+// TestFlowWeightsChecked: weights that are not one positive, finite
+// number per link are programmer errors (Start panics).
+func TestFlowWeightsChecked(t *testing.T) {
+	for _, w := range [][]float64{{1}, {1, 0}, {1, -1}, {1, math.Inf(1)}, {1, math.NaN()}, {1, 1, 1}} {
+		n := NewNet()
+		a, b := n.AddLink(1), n.AddLink(1)
+		func() {
+			defer func() {
+				if recover() == nil {
+					t.Errorf("weights %v on 2 links: no panic", w)
+				}
+			}()
+			n.Start(FlowSpec{Links: []LinkID{a, b}, Size: 1, Weights: w})
+		}()
+	}
+	n := NewNet()
+	a := n.AddLink(1)
+	n.Start(FlowSpec{Links: []LinkID{a}, Size: 1, Weights: []float64{0.5}}) // valid: no panic
 }

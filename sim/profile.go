@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"sort"
 	"strings"
@@ -104,6 +105,18 @@ type NodeSpec struct {
 	// fair). false: every send is a flow of its own from its start, as
 	// with a queue pair per exchange over RDMA or a connection per send.
 	OrderedSends bool `yaml:"ordered_sends,omitempty"`
+	// NetCPUCost is the host CPU time the network stack spends per byte
+	// a node sends, and again per byte it receives (ns of one core per
+	// byte): where TCP runs on the cores the kernels run on — copies,
+	// checksums, interrupts, and on an emulated cluster the veths, the
+	// bridge and the shaper — a send of r bytes/ns also takes
+	// NetCPUCost·r cores from the sender's host and as much from the
+	// receiver's (from the one host twice on a shared machine), and
+	// shares them with the kernels (FlowSpec.Weights): a busy host slows
+	// the network, and the network slows the kernels. `gostachio cluster
+	// bench-sim` measures it on its emulated links. 0: the network costs
+	// the cores nothing (RDMA, offloads).
+	NetCPUCost float64 `yaml:"net_cpu_cost,omitempty"`
 }
 
 // PCIeSpec is one GPU's PCIe link.
@@ -229,6 +242,8 @@ func (p *Profile) Validate() error {
 		return fmt.Errorf("node.colocation_kernels %d must exceed host_cores %g (the load at which colocation was measured)", n.ColocationKernels, n.HostCores)
 	case n.Colocation > 0 && !n.SharedMachine:
 		return fmt.Errorf("node.colocation needs node.shared_machine")
+	case !(n.NetCPUCost >= 0) || math.IsInf(n.NetCPUCost, 0):
+		return fmt.Errorf("node.net_cpu_cost %g must be finite and not negative", n.NetCPUCost)
 	case n.MergeThreads < 0 || n.KernelThreads < 0:
 		return fmt.Errorf("node.merge_threads and node.kernel_threads must not be negative")
 	case n.GPUScansOnly && (n.KernelsOnHost || n.KernelThreads <= 0):

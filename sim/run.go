@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 
 	"gostachio/plan"
 	"gostachio/scheduler"
@@ -48,6 +49,12 @@ type SimOptions struct {
 	// from Seed; 0 is deterministic without randomness.
 	Jitter float64
 	Seed   uint64
+	// CPUSlowdown, when not 0, multiplies the host's compute prices
+	// (costmodel.Device.Slowed): the CPU reference's time beside the runs
+	// being predicted over its time at calibration (the profile's
+	// host.reference), as `validate --rescale-cpu` and `cluster bench-sim
+	// --rescale-cpu` measure it. GPU prices stay.
+	CPUSlowdown float64
 }
 
 // Simulate runs plan p under pol on nodes nodes of prof and reports. sink,
@@ -130,6 +137,12 @@ func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 	prof, err := LoadProfile(opts.Profile)
 	if err != nil {
 		return nil, err
+	}
+	if f := opts.CPUSlowdown; f != 0 {
+		if !(f > 0) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("sim: --cpu-slowdown %v: want a positive factor", f)
+		}
+		prof.Host = prof.Host.Slowed(f)
 	}
 	tables := opts.Tables
 	if tables != nil {

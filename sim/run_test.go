@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -170,5 +171,31 @@ func TestRunSimTables(t *testing.T) {
 	}
 	if rep.ResultRows != 1 {
 		t.Errorf("q6 result %d rows, want 1", rep.ResultRows)
+	}
+}
+
+// TestRunCPUSlowdown: --cpu-slowdown scales the host's compute prices, so
+// a query whose kernels run on the host (devbox) takes longer at 2 and
+// shorter at 0.5; a factor that is not positive is an error naming it.
+func TestRunCPUSlowdown(t *testing.T) {
+	ms := func(f float64) int64 {
+		t.Helper()
+		r, err := RunReport(context.Background(), SimOptions{Profile: "devbox", Query: "q1", SF: 0.1, CPUSlowdown: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.MakespanNs
+	}
+	base, slow, fast := ms(0), ms(2), ms(0.5)
+	if !(slow > base && fast < base) {
+		t.Errorf("makespans: %d as profiled, %d at x2, %d at x0.5", base, slow, fast)
+	}
+	if one := ms(1); one != base {
+		t.Errorf("x1: %d, as profiled %d", one, base)
+	}
+	for _, f := range []float64{-1, math.Inf(1)} {
+		if _, err := RunReport(context.Background(), SimOptions{Profile: "devbox", Query: "q1", SF: 0.1, CPUSlowdown: f}); err == nil || !strings.Contains(err.Error(), "--cpu-slowdown") {
+			t.Errorf("factor %v: err %v", f, err)
+		}
 	}
 }

@@ -220,6 +220,9 @@ the simulated time lies inside the interval.`,
 	f.Float64Var(&o.Colocation, "colocation", 0, "share of the cores' single-process speed the workers get together (0: measure it first; 1: none lost)")
 	f.DurationVar(&o.ColocationDuration, "colocation-duration", 2*time.Second, "length of each co-location measurement")
 	f.IntVar(&o.ColocationRounds, "colocation-rounds", 3, "co-location measurements, alternating one process and --nodes processes")
+	f.Float64Var(&o.NetCPUCost, "net-cpu-cost", 0, "ns of a core the network stack spends per byte at each end (0: measure it first on --link; negative: none)")
+	f.DurationVar(&o.NetCPUDuration, "net-cpu-duration", 3*time.Second, "length of the network CPU measurement's long runs (the short ones run a third of it)")
+	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "time the CPU reference on rank 0 after every run and scale the simulator's host prices by its drift since calibration (as validate --rescale-cpu)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }

@@ -47,6 +47,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.Trace, "trace", "", "write a Perfetto/Chrome JSON trace to this file")
 	f.Float64Var(&o.Jitter, "jitter", 0, "vary every latency by ±this fraction (seeded)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the jitter")
+	f.Float64Var(&o.CPUSlowdown, "cpu-slowdown", 0, "multiply the host's compute prices by this factor (a CPU reference's time now over at calibration; 0: as profiled)")
 	f.StringVar(&replay, "replay", "", "re-simulate this engine trace with its real per-unit output sizes (--policy: what-if; default the recorded one)")
 	return cmd
 }

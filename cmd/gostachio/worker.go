@@ -40,6 +40,7 @@ error naming it.`,
 	rf = addRunFlags(f, &o.RunOptions, true)
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Second, "fail the run when a worker is silent or a transfer stalls this long")
 	f.StringVar(&o.Transport, "transport", "tcp", "exchange transport: tcp, or rdma (needs a binary built with -tags rdma: make build-rdma)")
+	f.IntVar(&o.ReferenceEvery, "cpu-reference-every", 0, "rank 0 times the CPU reference after every N-th query, while the others wait (0: never)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"gostachio/internal/stats"
+	"gostachio/sim"
 )
 
 // Simulator against the emulated cluster (`gostachio cluster bench-sim`):
@@ -64,6 +65,19 @@ type SimBenchOptions struct {
 	// ColocationDuration and ColocationRounds size that measurement.
 	ColocationDuration time.Duration
 	ColocationRounds   int
+	// NetCPUCost is what the network stack takes from the cores, ns of
+	// one core per byte at each end (sim node.net_cpu_cost; 0: measured
+	// first on the link, MeasureNetCPU; negative: none).
+	NetCPUCost float64
+	// NetCPUDuration is the long run of that measurement.
+	NetCPUDuration time.Duration
+	// RescaleCPU has rank 0 time the CPU reference after every query
+	// (WorkerOptions.ReferenceEvery) and scales the simulator's host
+	// prices by the mean of the timed runs' references over the profile's
+	// host.reference (sim --cpu-slowdown), as `validate --rescale-cpu`
+	// does: this machine's CPU runs at two speeds, holding one for
+	// seconds, and the engine's medians move with the share of slow time.
+	RescaleCPU bool
 }
 
 // The run layouts of SimBenchOptions.Order.
@@ -90,6 +104,11 @@ type SimBenchRow struct {
 	ErrorHi float64 `json:"error_ci95_hi"`
 	InCI    bool    `json:"sim_in_ci95"`
 	SentMiB float64 `json:"sent_mib"`
+	// With SimBenchOptions.RescaleCPU: CPURatio is the CPU reference
+	// beside the engine over its time at calibration, Sim is priced with
+	// the host's prices scaled by it, and SimUnscaled without.
+	CPURatio    float64 `json:"cpu_ratio,omitempty"`
+	SimUnscaled float64 `json:"sim_unscaled_s,omitempty"`
 }
 
 // BenchSimOrder returns the query list of an interleaved launch: rounds
@@ -113,8 +132,9 @@ func BenchSimOrder(queries []string, rounds int, seed uint64) []string {
 
 // timedRuns checks that the results of a launch answer its query list one
 // for one and returns each query's timed seconds, in order, past its first
-// warmup runs, with the bytes it sent.
-func timedRuns(list []string, res []jsonResult, warmup int, times map[string][]float64, sent map[string]float64) error {
+// warmup runs, with the bytes it sent, and appends to refs the CPU
+// references timed after those runs (cpu_reference_ns; none where 0).
+func timedRuns(list []string, res []jsonResult, warmup int, times map[string][]float64, sent map[string]float64, refs *[]int64) error {
 	if len(res) != len(list) {
 		return fmt.Errorf("%d results for %d runs", len(res), len(list))
 	}
@@ -128,6 +148,9 @@ func timedRuns(list []string, res []jsonResult, warmup int, times map[string][]f
 		}
 		times[q] = append(times[q], res[i].Seconds)
 		sent[q] = float64(res[i].SentBytes) / (1 << 20)
+		if r := res[i].ReferenceNs; r > 0 {
+			*refs = append(*refs, r)
+		}
 	}
 	return nil
 }
@@ -170,12 +193,15 @@ const TCPPayloadShare = 1448.0 / 1514
 // the lines of those fields change (shared_machine, ordered_sends and the
 // colocation lines are added after host_cores; such lines already in src
 // are replaced); comments say what was done.
-func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency time.Duration, efficiency float64) ([]byte, error) {
+func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency time.Duration, efficiency, netCost float64) ([]byte, error) {
 	if nodes < 1 || devices < 1 || cores < 1 || link.Rate <= 0 {
 		return nil, fmt.Errorf("cluster: derive profile: need nodes, devices, cores >= 1 and a link rate")
 	}
 	if !(efficiency > 0 && efficiency <= 1) {
 		return nil, fmt.Errorf("cluster: derive profile: co-location efficiency %v outside (0, 1]", efficiency)
+	}
+	if !(netCost >= 0) || math.IsInf(netCost, 0) {
+		return nil, fmt.Errorf("cluster: derive profile: network CPU cost %v ns/B: want a finite number, 0 or more", netCost)
 	}
 	var out bytes.Buffer
 	section := ""
@@ -188,7 +214,7 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
 		indented := strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ")
 		extra := ""
-		if ok && indented && section == "node" && (key == "shared_machine" || key == "colocation" || key == "colocation_kernels" || key == "ordered_sends") {
+		if ok && indented && section == "node" && (key == "shared_machine" || key == "colocation" || key == "colocation_kernels" || key == "ordered_sends" || key == "net_cpu_cost") {
 			continue // written after host_cores
 		}
 		if ok && indented {
@@ -212,6 +238,9 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 				more := []string{"  shared_machine: true  # " + sharedWhy}
 				seen["node.shared_machine"] = true
 				more = append(more, "  ordered_sends: true  # the engine's TCP data plane: one connection per pair of workers, frames in turn")
+				if netCost > 0 {
+					more = append(more, fmt.Sprintf("  net_cpu_cost: %s  # measured: ns of a core per byte at each end of the data plane over --link %s", strconv.FormatFloat(netCost, 'g', 4, 64), link))
+				}
 				if k := nodes * devices; efficiency < 1 && float64(k) > hc {
 					more = append(more,
 						fmt.Sprintf("  colocation: %s  # measured: %d kernel loops in %d processes did this share of one process's throughput", strconv.FormatFloat(efficiency, 'g', 4, 64), k, nodes),
@@ -291,7 +320,16 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			o.Nodes, o.Devices, c.Efficiency, len(c.Alone), stats.Median(c.Together), stats.Median(c.Alone), roundRange(c))
 		o.Colocation = min(c.Efficiency, 1)
 	}
-	prof, err := DeriveProfile(src, o.Nodes, o.Devices, o.Cores, o.Link, o.Latency, o.Colocation)
+	if o.NetCPUCost == 0 {
+		nc, err := MeasureNetCPU(ctx, NetCPUOptions{Exe: o.Exe, Link: o.Link, Duration: o.NetCPUDuration})
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(w, "network CPU: %.3g ns of a core per byte at each end (median of %d rounds: %s) streaming %.1f MB/s over --link %s\n",
+			nc.Cost, len(nc.Rounds), costRange(nc.Rounds), nc.Rate/1e6, o.Link)
+		o.NetCPUCost = nc.Cost
+	}
+	prof, err := DeriveProfile(src, o.Nodes, o.Devices, o.Cores, o.Link, o.Latency, o.Colocation, max(o.NetCPUCost, 0))
 	if err != nil {
 		return nil, err
 	}
@@ -300,12 +338,23 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if err := os.WriteFile(o.ProfileOut, append(prof, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
+	derived, err := sim.ParseProfile(o.ProfileOut, prof)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bench-sim: derived profile: %w", err)
+	}
+	if o.RescaleCPU && derived.Host.Reference <= 0 {
+		return nil, fmt.Errorf("cluster: bench-sim --rescale-cpu: profile %s has no host.reference (the CPU reference's time at calibration): recalibrate it with this version", o.Profile)
+	}
 	times, sent := make(map[string][]float64), make(map[string]float64)
+	var refs []int64
 	for _, list := range launches {
 		fmt.Fprintf(log, "bench-sim: %d runs on %d workers (%s, ...)\n", len(list), o.Nodes, strings.Join(list[:min(len(list), 4)], ", "))
 		var stdout bytes.Buffer
-		err := Launch(ctx, LaunchOptions{Nodes: o.Nodes, Exe: o.Exe, Netns: true, Link: o.Link,
-			Args: []string{"--data", o.Data, "--query", strings.Join(list, ","), "--devices", strconv.Itoa(o.Devices), "--format", "json"}}, &stdout, log)
+		args := []string{"--data", o.Data, "--query", strings.Join(list, ","), "--devices", strconv.Itoa(o.Devices), "--format", "json"}
+		if o.RescaleCPU {
+			args = append(args, "--cpu-reference-every", "1")
+		}
+		err := Launch(ctx, LaunchOptions{Nodes: o.Nodes, Exe: o.Exe, Netns: true, Link: o.Link, Args: args}, &stdout, log)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: bench-sim %s on the cluster: %w", list[0], err)
 		}
@@ -313,30 +362,73 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
 			return nil, fmt.Errorf("cluster: bench-sim %s: unreadable results (%v): %.200s", list[0], err, stdout.Bytes())
 		}
-		if err := timedRuns(list, res, o.Warmup, times, sent); err != nil {
+		if err := timedRuns(list, res, o.Warmup, times, sent, &refs); err != nil {
 			return nil, fmt.Errorf("cluster: bench-sim: results of the launch: %w", err)
 		}
 	}
+	ratio := 0.0
+	if o.RescaleCPU {
+		if len(refs) == 0 {
+			return nil, fmt.Errorf("cluster: bench-sim --rescale-cpu: rank 0 timed no CPU reference")
+		}
+		var sum float64
+		for _, r := range refs {
+			sum += float64(r)
+		}
+		ratio = sum / float64(len(refs)) / float64(derived.Host.Reference)
+		fmt.Fprintf(w, "CPU reference beside the engine: %.3f ms (mean of %d, one after each timed run) vs %.3f ms at calibration: x%.3f, the simulator's host prices scaled by it\n",
+			sum/float64(len(refs))/1e6, len(refs), float64(derived.Host.Reference)/1e6, ratio)
+	}
 	var rows []SimBenchRow
 	for _, q := range o.Queries {
-		cmd := exec.CommandContext(ctx, o.Exe, "sim", "--profile", o.ProfileOut, "--nodes", strconv.Itoa(o.Nodes),
-			"--data", o.Data, "--query", q, "--policy", "overlap", "--json")
-		var serr bytes.Buffer
-		cmd.Stderr = &serr
-		out, err := cmd.Output()
+		sec, err := simMakespan(ctx, o, q, ratio)
 		if err != nil {
-			return rows, fmt.Errorf("cluster: bench-sim %s: sim: %v: %s", q, err, strings.TrimSpace(serr.String()))
+			return rows, err
 		}
-		var rep struct {
-			Makespan int64 `json:"makespan_ns"`
+		row := simBenchRow(q, times[q], sec, sent[q])
+		if o.RescaleCPU {
+			if row.SimUnscaled, err = simMakespan(ctx, o, q, 0); err != nil {
+				return rows, err
+			}
+			row.CPURatio = ratio
 		}
-		if err := json.Unmarshal(out, &rep); err != nil || rep.Makespan <= 0 {
-			return rows, fmt.Errorf("cluster: bench-sim %s: unreadable sim report (%v)", q, err)
-		}
-		rows = append(rows, simBenchRow(q, times[q], float64(rep.Makespan)/1e9, sent[q]))
+		rows = append(rows, row)
 	}
 	printSimBench(w, o, rows)
 	return rows, nil
+}
+
+// simMakespan runs `gostachio sim` on the derived profile for query q
+// (host prices scaled by cpuSlowdown unless 0) and returns its makespan
+// in seconds.
+func simMakespan(ctx context.Context, o SimBenchOptions, q string, cpuSlowdown float64) (float64, error) {
+	args := []string{"sim", "--profile", o.ProfileOut, "--nodes", strconv.Itoa(o.Nodes),
+		"--data", o.Data, "--query", q, "--policy", "overlap", "--json"}
+	if cpuSlowdown != 0 {
+		args = append(args, "--cpu-slowdown", strconv.FormatFloat(cpuSlowdown, 'g', -1, 64))
+	}
+	cmd := exec.CommandContext(ctx, o.Exe, args...)
+	var serr bytes.Buffer
+	cmd.Stderr = &serr
+	out, err := cmd.Output()
+	if err != nil {
+		return 0, fmt.Errorf("cluster: bench-sim %s: sim: %v: %s", q, err, strings.TrimSpace(serr.String()))
+	}
+	var rep struct {
+		Makespan int64 `json:"makespan_ns"`
+	}
+	if err := json.Unmarshal(out, &rep); err != nil || rep.Makespan <= 0 {
+		return 0, fmt.Errorf("cluster: bench-sim %s: unreadable sim report (%v)", q, err)
+	}
+	return float64(rep.Makespan) / 1e9, nil
+}
+
+// costRange is the spread of the rounds of a network CPU measurement.
+func costRange(c []float64) string {
+	if len(c) == 0 {
+		return "none"
+	}
+	return fmt.Sprintf("%.3g–%.3g", slices.Min(c), slices.Max(c))
 }
 
 // roundRange is the spread of a co-location measurement, "lo–hi": each
@@ -386,4 +478,14 @@ func printSimBench(w io.Writer, o SimBenchOptions, rows []SimBenchRow) {
 		fmt.Fprintf(w, "; simulated time inside the engine's 95%% interval for %d of %d queries", inside, known)
 	}
 	fmt.Fprintln(w)
+	if len(rows) > 0 && rows[0].SimUnscaled > 0 {
+		var un []float64
+		var parts []string
+		for _, r := range rows {
+			e := (r.SimUnscaled - r.CI.Median) / r.CI.Median
+			un = append(un, max(e, -e))
+			parts = append(parts, fmt.Sprintf("%s %.3f s (%+.1f%%)", r.Query, r.SimUnscaled, 100*e))
+		}
+		fmt.Fprintf(w, "unscaled (host prices as calibrated): median |error| %.1f%%: %s\n", 100*stats.Median(un), strings.Join(parts, ", "))
+	}
 }

@@ -30,7 +30,7 @@ func TestDeriveProfile(t *testing.T) {
 		cores     int
 		wantCores float64
 	}{{1, 1}, {16, orig.Node.HostCores}} {
-		out, err := DeriveProfile(src, 4, 1, tc.cores, Link{Rate: 100e6}, 15*time.Microsecond, 1)
+		out, err := DeriveProfile(src, 4, 1, tc.cores, Link{Rate: 100e6}, 15*time.Microsecond, 1, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -52,7 +52,7 @@ func TestDeriveProfile(t *testing.T) {
 			t.Errorf("nvme bandwidth %v, want the profile's %v", p.NVMe.Bandwidth, orig.NVMe.Bandwidth)
 		}
 		// Deriving again (shared_machine already present) changes nothing.
-		again, err := DeriveProfile(out, 4, 1, tc.cores, Link{Rate: 100e6}, 15*time.Microsecond, 1)
+		again, err := DeriveProfile(out, 4, 1, tc.cores, Link{Rate: 100e6}, 15*time.Microsecond, 1, 0)
 		if err != nil || string(again) != string(out) {
 			t.Errorf("deriving twice differs (%v):\n%s\n---\n%s", err, out, again)
 		}
@@ -60,7 +60,7 @@ func TestDeriveProfile(t *testing.T) {
 	// A co-location efficiency becomes the host's loss under
 	// oversubscription (4 workers x 1 device on 2 cores), keeps the cores,
 	// says so, and deriving again replaces it.
-	out, err := DeriveProfile(src, 4, 1, 2, Link{Rate: 1e9}, 0, 0.4)
+	out, err := DeriveProfile(src, 4, 1, 2, Link{Rate: 1e9}, 0, 0.4, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,21 +71,37 @@ func TestDeriveProfile(t *testing.T) {
 	if !strings.Contains(string(out), "colocation: 0.4  # measured") {
 		t.Errorf("the derived colocation line does not say where it comes from:\n%s", out)
 	}
-	again, err := DeriveProfile(out, 4, 1, 2, Link{Rate: 1e9}, 0, 0.5)
+	again, err := DeriveProfile(out, 4, 1, 2, Link{Rate: 1e9}, 0, 0.5, 0)
 	if p2, err2 := sim.ParseProfile("again", again); err != nil || err2 != nil || p2.Node.Colocation != 0.5 || strings.Count(string(again), "colocation:") != 1 {
 		t.Errorf("deriving again with 0.5: %v %v\n%s", err, err2, again)
 	}
 	// No more kernels than cores: nothing to lose, no colocation lines.
-	out, err = DeriveProfile(src, 2, 1, 2, Link{Rate: 1e9}, 0, 0.4)
+	out, err = DeriveProfile(src, 2, 1, 2, Link{Rate: 1e9}, 0, 0.4, 0)
 	if p, err2 := sim.ParseProfile("derived", out); err != nil || err2 != nil || p.Node.Colocation != 0 {
 		t.Errorf("2 workers x 1 device on 2 cores: colocation %v (%v, %v), want none", p.Node.Colocation, err, err2)
 	}
+	// A network CPU cost becomes node.net_cpu_cost, says where it comes
+	// from, and deriving again replaces it; a negative or infinite one is
+	// refused.
+	out, err = DeriveProfile(src, 4, 1, 2, Link{Rate: 1e9}, 0, 1, 1.5)
+	if p, err2 := sim.ParseProfile("derived", out); err != nil || err2 != nil || p.Node.NetCPUCost != 1.5 || !strings.Contains(string(out), "net_cpu_cost: 1.5  # measured") {
+		t.Errorf("network cost 1.5: %v %v\n%s", err, err2, out)
+	}
+	again, err = DeriveProfile(out, 4, 1, 2, Link{Rate: 1e9}, 0, 1, 0.5)
+	if p, err2 := sim.ParseProfile("again", again); err != nil || err2 != nil || p.Node.NetCPUCost != 0.5 || strings.Count(string(again), "net_cpu_cost:") != 1 {
+		t.Errorf("deriving again with network cost 0.5: %v %v\n%s", err, err2, again)
+	}
+	for _, c := range []float64{-1, math.Inf(1), math.NaN()} {
+		if _, err := DeriveProfile(src, 4, 1, 2, Link{Rate: 1e9}, 0, 1, c); err == nil {
+			t.Errorf("network cost %v accepted", c)
+		}
+	}
 	for _, eff := range []float64{0, -1, 1.5} {
-		if _, err := DeriveProfile(src, 4, 1, 1, Link{Rate: 1e9}, 0, eff); err == nil {
+		if _, err := DeriveProfile(src, 4, 1, 1, Link{Rate: 1e9}, 0, eff, 0); err == nil {
 			t.Errorf("efficiency %v accepted", eff)
 		}
 	}
-	if _, err := DeriveProfile([]byte("name: x\nnode:\n  gpus: 1\n"), 4, 1, 2, Link{Rate: 1e9}, 0, 1); err == nil || !strings.Contains(err.Error(), "host_cores") {
+	if _, err := DeriveProfile([]byte("name: x\nnode:\n  gpus: 1\n"), 4, 1, 2, Link{Rate: 1e9}, 0, 1, 0); err == nil || !strings.Contains(err.Error(), "host_cores") {
 		t.Errorf("profile without host_cores: err %v, want one naming host_cores", err)
 	}
 }
@@ -157,11 +173,17 @@ func TestTimedRuns(t *testing.T) {
 	list := []string{"q3", "q9", "q9", "q3", "q3", "q9"}
 	var res []jsonResult
 	for i, q := range list {
-		res = append(res, jsonResult{Query: q, Seconds: float64(i + 1), SentBytes: int64(i+1) << 20})
+		res = append(res, jsonResult{Query: q, Seconds: float64(i + 1), SentBytes: int64(i+1) << 20, ReferenceNs: int64(100 * (i + 1))})
 	}
+	res[4].ReferenceNs = 0 // not timed after that run
 	times, sent := map[string][]float64{}, map[string]float64{}
-	if err := timedRuns(list, res, 1, times, sent); err != nil {
+	var refs []int64
+	if err := timedRuns(list, res, 1, times, sent, &refs); err != nil {
 		t.Fatal(err)
+	}
+	// The references after the timed runs (3, 4, 6), none after run 5.
+	if !slices.Equal(refs, []int64{300, 400, 600}) {
+		t.Errorf("references %v, want those after timed runs 3, 4 and 6", refs)
 	}
 	if !slices.Equal(times["q3"], []float64{4, 5}) || !slices.Equal(times["q9"], []float64{3, 6}) {
 		t.Errorf("timed runs %v", times)
@@ -170,10 +192,10 @@ func TestTimedRuns(t *testing.T) {
 		t.Errorf("sent %v", sent)
 	}
 	res[2].Query = "q5"
-	if err := timedRuns(list, res, 1, times, sent); err == nil || !strings.Contains(err.Error(), `result 3 is of "q5"`) {
+	if err := timedRuns(list, res, 1, times, sent, &refs); err == nil || !strings.Contains(err.Error(), `result 3 is of "q5"`) {
 		t.Errorf("swapped result: %v", err)
 	}
-	if err := timedRuns(list, res[:5], 1, times, sent); err == nil || !strings.Contains(err.Error(), "5 results for 6 runs") {
+	if err := timedRuns(list, res[:5], 1, times, sent, &refs); err == nil || !strings.Contains(err.Error(), "5 results for 6 runs") {
 		t.Errorf("missing result: %v", err)
 	}
 }

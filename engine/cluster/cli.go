@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"gostachio/engine"
+	"gostachio/internal/cpuref"
 	"gostachio/internal/units"
 	"gostachio/scheduler"
 	"gostachio/traces"
@@ -36,6 +37,13 @@ type WorkerOptions struct {
 	Transport string
 	// Getenv reads the launcher's environment (nil: os.Getenv).
 	Getenv func(string) string
+	// ReferenceEvery > 0 has rank 0 time the CPU reference (cpuref.Ns)
+	// after every ReferenceEvery-th query, while the other workers wait
+	// for the next one; its time goes with that query's result
+	// (cpu_reference_ns in --format json, a "cpu reference" line on
+	// stderr). It tells how fast the machine ran beside the queries
+	// (`cluster bench-sim --rescale-cpu`).
+	ReferenceEvery int
 }
 
 // RunWorker is `gostachio worker`: it finds its rank and rank 0 in the
@@ -67,11 +75,21 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 			return saveTrace(o.Trace, name, len(names), rv.World, o.Data, events)
 		}
 	}
+	if o.ReferenceEvery < 0 {
+		return fmt.Errorf("cluster: worker: --cpu-reference-every %d: want 0 (never) or more", o.ReferenceEvery)
+	}
 	var results []*engine.QueryResult
+	var refs []int64
 	co.OnResult = func(r *engine.QueryResult) error {
 		fmt.Fprintf(stderr, "%s: %d rows in %.3f s on %d workers (policy %s, %d tasks, %d sends moving %s, read %s, peak intermediate %s per worker)\n",
 			r.Query, r.Batch.Rows, r.Wall.Seconds(), rv.World, r.Policy, r.Sched.Tasks, r.Sched.ByKind[scheduler.TaskSend],
 			units.FormatBytes(r.Sched.BytesByKind[scheduler.TaskSend]), units.FormatBytes(r.IOBytes), units.FormatBytes(r.PeakRetained))
+		var ref int64
+		if n := o.ReferenceEvery; n > 0 && (len(refs)+1)%n == 0 {
+			ref = cpuref.Ns()
+			fmt.Fprintf(stderr, "cpu reference: %.3f ms\n", float64(ref)/1e6)
+		}
+		refs = append(refs, ref)
 		if o.Format == "json" {
 			results = append(results, r)
 			return nil
@@ -85,7 +103,7 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 		return err
 	}
 	if o.Format == "json" && rv.Rank == 0 {
-		return writeJSON(stdout, results)
+		return writeJSON(stdout, results, refs)
 	}
 	return nil
 }
@@ -121,14 +139,22 @@ type jsonResult struct {
 	IOBytes   int64      `json:"io_bytes"`
 	PeakData  int64      `json:"peak_intermediate_bytes"`
 	SentBytes int64      `json:"sent_bytes"`
+	// ReferenceNs is the CPU reference timed after this query
+	// (WorkerOptions.ReferenceEvery; 0: not timed).
+	ReferenceNs int64 `json:"cpu_reference_ns,omitempty"`
 }
 
-func writeJSON(w io.Writer, rs []*engine.QueryResult) error {
+// writeJSON prints the results, each with its CPU reference time from
+// refs (as long as rs, or nil).
+func writeJSON(w io.Writer, rs []*engine.QueryResult, refs []int64) error {
 	out := make([]jsonResult, len(rs))
 	for i, r := range rs {
 		out[i] = jsonResult{Query: r.Query, Policy: r.Policy, Columns: r.Columns, Rows: r.Rows(),
 			Seconds: r.Wall.Seconds(), Tasks: r.Sched.Tasks, IOBytes: r.IOBytes, PeakData: r.PeakRetained,
 			SentBytes: r.Sched.BytesByKind[scheduler.TaskSend]}
+		if i < len(refs) {
+			out[i].ReferenceNs = refs[i]
+		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -1,7 +1,9 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -10,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -353,5 +356,38 @@ func TestClusterJobErrors(t *testing.T) {
 	}
 	if d := time.Since(start); d > 2*time.Second {
 		t.Errorf("join timeout of 300ms took %v", d)
+	}
+}
+
+// TestWorkerCPUReference: a worker of a world of one with
+// --cpu-reference-every 2 reports the CPU reference's time with every
+// second result of its JSON output, and with no other.
+func TestWorkerCPUReference(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	env := map[string]string{"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+	o := WorkerOptions{RunOptions: engine.RunOptions{Data: testData(t), Query: "q6,q14,q6", Format: "json", QueryOptions: engine.QueryOptions{Devices: 1, Mem: 1 << 30}},
+		Timeout: 5 * time.Second, ReferenceEvery: 2, Getenv: func(k string) string { return env[k] }}
+	var out, log bytes.Buffer
+	if err := RunWorker(context.Background(), o, &out, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	var res []jsonResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res) != 3 {
+		t.Fatalf("%d results (%v): %s", len(res), err, out.String())
+	}
+	if res[0].ReferenceNs != 0 || res[1].ReferenceNs <= 0 || res[2].ReferenceNs != 0 {
+		t.Errorf("references %d, %d, %d: want one, after the second query", res[0].ReferenceNs, res[1].ReferenceNs, res[2].ReferenceNs)
+	}
+	if got := strings.Count(log.String(), "cpu reference: "); got != 1 {
+		t.Errorf("%d reference lines on stderr, want 1:\n%s", got, log.String())
+	}
+	o.ReferenceEvery = -1
+	if err := RunWorker(context.Background(), o, &out, &log); err == nil || !strings.Contains(err.Error(), "--cpu-reference-every -1") {
+		t.Errorf("negative --cpu-reference-every: err %v", err)
 	}
 }

@@ -1,4 +1,6 @@
-package calibrate
+// Package cpuref is the CPU reference: one fixed piece of CPU work timed
+// beside measurements to say how fast this machine's CPU runs now.
+package cpuref
 
 import (
 	"math/rand/v2"
@@ -21,16 +23,18 @@ import (
 // timings follows the share of slow time. The ratio of the two means says
 // how much slower (> 1) the machine ran beside the engine than beside the
 // micro-benchmarks, and `validate --rescale-cpu` scales the simulator's
-// CPU prices by it: no query is measured to get it.
+// CPU prices by it: no query is measured to get it. `cluster bench-sim`
+// has the emulated cluster's rank 0 time it between queries, while the
+// other workers wait.
 
 const (
 	// refTableWords is the gathered table: 16 MiB, past a core's caches,
 	// so the gathers miss as a large probe's do.
 	refTableWords = 1 << 21
 	refGathers    = 1 << 20
-	// referenceReps repetitions make one reference time (their median:
+	// Reps repetitions make one reference time (their median:
 	// they run within a tenth of a second, mostly at one speed).
-	referenceReps = 15
+	Reps = 15
 )
 
 var (
@@ -74,10 +78,10 @@ func referenceOnce() time.Duration {
 	return time.Since(start)
 }
 
-// ReferenceNs times the CPU reference: the median of referenceReps runs,
+// Ns times the CPU reference: the median of Reps runs,
 // in ns.
-func ReferenceNs() int64 {
-	ts := make([]int64, referenceReps)
+func Ns() int64 {
+	ts := make([]int64, Reps)
 	for i := range ts {
 		ts[i] = referenceOnce().Nanoseconds()
 	}

@@ -1,0 +1,187 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"gostachio/internal/stats"
+)
+
+// The network's price in CPU (sim node.net_cpu_cost). On an emulated
+// cluster every byte a worker sends crosses this machine's TCP stack twice
+// (the sender's writes and the receiver's reads, with the veths, the
+// bridge and the shaper between) on the cores the kernels run on. A 4-node
+// q3 at 1 Gbit/s moved its 40 MiB at 250 MB/s in all where the links
+// carry 480, with the kernels busy beside it: the network waits for the
+// cores as much as the kernels do. MeasureNetCPU prices that work: the
+// machine's busy CPU time (/proc/stat, every core, user, system and
+// interrupts) while the data plane streams between two namespaces over a
+// shaped link, in a long and a short run, so that what does not grow with
+// the bytes (starting the peers, their round trips, the namespaces' own
+// noise) cancels:
+//
+//	cost = (busy_long − busy_short − idle·(t_long − t_short)) / (2·(bytes_long − bytes_short))
+//
+// in ns of one core per byte at each end, idle the machine's busy rate
+// measured alone just before. Rounds alternate and the median counts.
+
+// NetCPUOptions configure MeasureNetCPU.
+type NetCPUOptions struct {
+	// Exe is this binary (the peers run `Exe cluster exchange-peer`).
+	Exe string
+	// Link shapes the two namespaces' veths.
+	Link Link
+	// Duration of the long run (the short one runs a third of it), Rounds
+	// of each pair (default 3).
+	Duration time.Duration
+	Rounds   int
+	// Streams sends in flight of FrameBytes each (default 4 of 384 KiB:
+	// the engine's sends in flight per peer and its byte-weighted median
+	// frame at SF1).
+	Streams    int
+	FrameBytes int64
+}
+
+// NetCPUResult is the measurement.
+type NetCPUResult struct {
+	// Cost is the median of the rounds' costs, ns of one core per byte at
+	// each end.
+	Cost   float64   `json:"ns_per_byte"`
+	Rounds []float64 `json:"rounds_ns_per_byte"`
+	// Rate is the long runs' median throughput, bytes per second.
+	Rate float64 `json:"bytes_per_s"`
+}
+
+// MeasureNetCPU measures the network's CPU cost per byte over a netns
+// pair shaped as o.Link (root and iproute2 needed).
+func MeasureNetCPU(ctx context.Context, o NetCPUOptions) (NetCPUResult, error) {
+	var res NetCPUResult
+	if o.Link.Rate <= 0 {
+		return res, fmt.Errorf("cluster: network CPU cost: need a link rate")
+	}
+	if o.Duration <= 0 {
+		o.Duration = 3 * time.Second
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 3
+	}
+	if o.Streams <= 0 {
+		o.Streams = 4
+	}
+	if o.FrameBytes <= 0 {
+		o.FrameBytes = 384 << 10
+	}
+	id, err := NewNetnsID()
+	if err != nil {
+		return res, err
+	}
+	nn, err := NewNetns(id, 2, o.Link)
+	if err != nil {
+		return res, err
+	}
+	defer nn.Close()
+	addrs := [2]string{nn.Addrs[0], nn.Addrs[1]}
+	short := o.Duration / 3
+	var rates []float64
+	for round := range o.Rounds {
+		// What the machine does on its own meanwhile.
+		idleStart, err := readBusyNs()
+		if err != nil {
+			return res, err
+		}
+		t0 := time.Now()
+		select {
+		case <-ctx.Done():
+			return res, ctx.Err()
+		case <-time.After(o.Duration - short):
+		}
+		idleEnd, err := readBusyNs()
+		if err != nil {
+			return res, err
+		}
+		idle := float64(idleEnd-idleStart) / float64(time.Since(t0).Nanoseconds())
+		var runs [2]struct {
+			busy, wall float64
+			bytes      int64
+		}
+		for k, d := range []time.Duration{short, o.Duration} {
+			b0, err := readBusyNs()
+			if err != nil {
+				return res, err
+			}
+			t := time.Now()
+			ex, err := runExchangePair(ctx, ExchangeBenchOptions{Exe: o.Exe, Duration: d, Streams: o.Streams, FrameBytes: o.FrameBytes},
+				addrs, 6201+4*round+2*k, nn.Exec)
+			if err != nil {
+				return res, fmt.Errorf("cluster: network CPU cost: %w", err)
+			}
+			b1, err := readBusyNs()
+			if err != nil {
+				return res, err
+			}
+			runs[k].busy, runs[k].wall, runs[k].bytes = float64(b1-b0), float64(time.Since(t).Nanoseconds()), ex.Bytes
+			if k == 1 {
+				rates = append(rates, float64(ex.Bytes)/ex.Seconds)
+			}
+		}
+		moved := runs[1].bytes - runs[0].bytes
+		if moved <= 0 {
+			return res, fmt.Errorf("cluster: network CPU cost: the long run moved no more than the short one (%d vs %d bytes)", runs[1].bytes, runs[0].bytes)
+		}
+		res.Rounds = append(res.Rounds, netCPUCost(runs[1].busy-runs[0].busy, runs[1].wall-runs[0].wall, idle, moved))
+	}
+	res.Cost = stats.Median(res.Rounds)
+	res.Rate = stats.Median(rates)
+	return res, nil
+}
+
+// netCPUCost is the formula above: busy ns of the machine over wall ns
+// more, less idle·wall, per byte moved, per end; never negative.
+func netCPUCost(busy, wall, idle float64, moved int64) float64 {
+	return max(0, (busy-idle*wall)/(2*float64(moved)))
+}
+
+// userHz is the unit of /proc/stat's times (USER_HZ: 100 on every Linux
+// architecture Go runs on).
+const userHz = 100
+
+// readBusyNs is the machine's busy CPU time so far, over every core, in
+// ns: user, nice, system, irq and softirq of /proc/stat's "cpu" line
+// (idle, iowait and a hypervisor's steal left out).
+func readBusyNs() (int64, error) {
+	b, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		return 0, fmt.Errorf("cluster: busy CPU time: %w", err)
+	}
+	return parseBusyNs(b)
+}
+
+// parseBusyNs reads the busy time from /proc/stat's text.
+func parseBusyNs(stat []byte) (int64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(stat))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 0 || f[0] != "cpu" {
+			continue
+		}
+		if len(f) < 8 {
+			return 0, fmt.Errorf("cluster: /proc/stat: cpu line with %d fields, want 7 or more", len(f)-1)
+		}
+		var busy int64
+		for _, i := range []int{1, 2, 3, 6, 7} { // user nice system irq softirq
+			v, err := strconv.ParseInt(f[i], 10, 64)
+			if err != nil {
+				return 0, fmt.Errorf("cluster: /proc/stat: cpu field %d: %w", i, err)
+			}
+			busy += v
+		}
+		return busy * (1e9 / userHz), nil
+	}
+	return 0, fmt.Errorf("cluster: /proc/stat: no cpu line")
+}
