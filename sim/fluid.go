@@ -36,6 +36,7 @@ type link struct {
 	storage *costmodel.Storage // non-nil: capacity = storage.BandwidthAt(qd)
 	qd      int                // outstanding requests of active flows
 	shared  *sharedCores       // non-nil: capacity falls with oversubscription
+	jobs    int                // active flows without weights (a shared-cores link's kernels)
 
 	// slowedBy: links whose throughput slows this one (Net.SlowBy), at
 	// steal per unit of their throughput; slows: the links this one's
@@ -75,7 +76,8 @@ type flow struct {
 
 	// w is the flow's weight on each of its links: the link units one
 	// unit of its rate uses there (FlowSpec.Weights; 1 for most).
-	w [maxFlowLinks]float64
+	w        [maxFlowLinks]float64
+	weighted bool // FlowSpec.Weights was given
 
 	pred   int64   // predicted end at the current rate (solve scratch)
 	limit  float64 // own rate cap, units/ns (0: none)
@@ -156,7 +158,8 @@ func (n *Net) AddStorageLink(s *costmodel.Storage) LinkID {
 }
 
 // sharedCores is a compute link of cores shared by more runnable jobs
-// than it has cores: with n active flows its capacity is
+// than it has cores: with n active jobs (flows without weights: kernels
+// and merges, not the network stack's share of a send) its capacity is
 //
 //	cores · (1 − (1 − eff) · clamp((n − cores) / (full − cores), 0, 1))
 //
@@ -279,7 +282,9 @@ type FlowSpec struct {
 	// transfer of r bytes/ns that also takes c busy-ns of a host's cores
 	// per byte crosses the host's compute link with weight c. Rates are
 	// weighted max-min fair: a link of residual capacity R shared by
-	// flows of weights w_i gives each the rate R / Σ w_i.
+	// flows of weights w_i gives each the rate R / Σ w_i. A weighted flow
+	// uses a shared-cores link (AddSharedCoresLink) without counting among
+	// its jobs.
 	Weights []float64
 	// Tag is returned with the flow's completion.
 	Tag int32
@@ -313,6 +318,7 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 	}
 	f := &n.flows[id]
 	f.n = uint8(len(spec.Links))
+	f.weighted = spec.Weights != nil
 	for i, l := range spec.Links {
 		f.links[i] = int32(l)
 		f.w[i] = 1
@@ -407,6 +413,9 @@ func (n *Net) activate(id int32) {
 		if l.storage != nil {
 			l.qd += int(f.qd)
 		}
+		if !f.weighted {
+			l.jobs++
+		}
 	}
 	n.markDirty(f.links[:f.n])
 }
@@ -460,6 +469,9 @@ func (n *Net) deactivate(id int32) {
 		}
 		if l.storage != nil {
 			l.qd -= int(f.qd)
+		}
+		if !f.weighted {
+			l.jobs--
 		}
 	}
 	n.markDirty(f.links[:f.n])
@@ -521,7 +533,7 @@ func (n *Net) solve(cl, cf []int32) {
 			l.capacity = l.storage.BandwidthAt(float64(l.qd)) / 1e9
 		}
 		if l.shared != nil {
-			l.capacity = l.shared.capacity(len(l.flows))
+			l.capacity = l.shared.capacity(l.jobs)
 		}
 		if len(l.slowedBy) > 0 {
 			base := l.peak

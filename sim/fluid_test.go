@@ -169,6 +169,24 @@ func TestSharedCoresLink(t *testing.T) {
 			}
 		}
 	}
+	// Weighted flows (a send's share of the network stack) use the cores
+	// without counting among the jobs: 2 kernels and 2 flows of weight 0.5
+	// keep the full 2 cores, shared 2/(1+1+0.5+0.5) = 2/3 each: every flow
+	// of 1000 ends at 1500 ns (as 4 jobs they would share 1 core: 3000).
+	n := NewNet()
+	l := n.AddSharedCoresLink(2, 0.5, 4)
+	for i := range 4 {
+		spec := FlowSpec{Links: []LinkID{l}, Size: 1000, Limit: 1, Tag: int32(i)}
+		if i >= 2 {
+			spec.Limit, spec.Weights = 0, []float64{0.5}
+		}
+		n.Start(spec)
+	}
+	for range 4 {
+		if _, _, end, ok := n.Step(); !ok || end != 1500 {
+			t.Errorf("2 kernels and 2 weighted flows: a flow ended at %d (ok %v), want 1500", end, ok)
+		}
+	}
 	defer func() {
 		if recover() == nil {
 			t.Error("AddSharedCoresLink with full <= cores did not panic")
