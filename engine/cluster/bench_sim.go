@@ -302,7 +302,10 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		return nil, fmt.Errorf("cluster: bench-sim: --order %q: want %s or %s", o.Order, OrderInterleaved, OrderGrouped)
 	}
 	if o.ColocationDuration <= 0 {
-		o.ColocationDuration = 2 * time.Second
+		o.ColocationDuration = time.Second
+	}
+	if o.ColocationRounds <= 0 {
+		o.ColocationRounds = 6
 	}
 	if o.Cores < 1 {
 		o.Cores = runtime.NumCPU()
@@ -316,8 +319,8 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(w, "co-location: %d processes of %d kernel loops did %.3f of one process's work on every core (medians of %d rounds: %.1f vs %.1f iterations/s; rounds %s)\n",
-			o.Nodes, o.Devices, c.Efficiency, len(c.Alone), stats.Median(c.Together), stats.Median(c.Alone), roundRange(c))
+		fmt.Fprintf(w, "co-location: %d processes of %d kernel loops did %.3f of one process's work on every core (median of %d rounds' ratios, %s; %.1f vs %.1f iterations/s)\n",
+			o.Nodes, o.Devices, c.Efficiency, len(c.Alone), roundRange(c), stats.Median(c.Together), stats.Median(c.Alone))
 		o.Colocation = min(c.Efficiency, 1)
 	}
 	if o.NetCPUCost == 0 {

@@ -231,3 +231,18 @@ func TestRoundRange(t *testing.T) {
 		t.Errorf("no rounds: %q", got)
 	}
 }
+
+// TestColocationEfficiency: the median of the rounds' ratios, not the
+// ratio of the medians (which pairs windows of different rounds).
+func TestColocationEfficiency(t *testing.T) {
+	// Ratios 0.6, 0.5, 0.75: median 0.6; the medians' ratio would be
+	// 10/20 = 0.5.
+	if eff, ok := colocationEfficiency([]float64{10, 20, 40}, []float64{6, 10, 30}); !ok || eff != 0.6 {
+		t.Errorf("efficiency %v (%v), want 0.6", eff, ok)
+	}
+	for _, alone := range [][]float64{nil, {10, 0, 40}} {
+		if _, ok := colocationEfficiency(alone, []float64{6, 10, 30}); ok {
+			t.Errorf("alone %v: ok, want no efficiency", alone)
+		}
+	}
+}

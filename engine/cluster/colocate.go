@@ -55,7 +55,7 @@ type ColocationOptions struct {
 
 // ColocationResult is the measurement: kernel-loop iterations per second,
 // of one process alone and summed over Nodes processes at once, per round,
-// and their medians' ratio.
+// and the efficiency (colocationEfficiency).
 type ColocationResult struct {
 	Nodes      int       `json:"nodes"`
 	Alone      []float64 `json:"alone_per_s"`
@@ -65,7 +65,7 @@ type ColocationResult struct {
 
 // MeasureColocation runs the kernel loop in one process, then in o.Nodes
 // processes started together, o.Rounds times each, and returns the
-// efficiency median(together) / median(alone).
+// efficiency (colocationEfficiency).
 func MeasureColocation(ctx context.Context, o ColocationOptions) (ColocationResult, error) {
 	if o.Nodes < 1 || o.Duration <= 0 {
 		return ColocationResult{}, fmt.Errorf("cluster: co-location: need nodes >= 1 and a duration")
@@ -98,12 +98,34 @@ func MeasureColocation(ctx context.Context, o ColocationOptions) (ColocationResu
 	if o.Nodes == 1 {
 		res.Together = res.Alone
 	}
-	alone := stats.Median(res.Alone)
-	if alone <= 0 {
+	eff, ok := colocationEfficiency(res.Alone, res.Together)
+	if !ok {
 		return res, fmt.Errorf("cluster: co-location: the kernel loop made no progress alone")
 	}
-	res.Efficiency = stats.Median(res.Together) / alone
+	res.Efficiency = eff
 	return res, nil
+}
+
+// colocationEfficiency is the median over rounds of together_i / alone_i:
+// each round's processes against the process alone just before them.
+// This machine's CPU holds one of two speeds for seconds at a time, so a
+// round's two windows mostly share a speed where the medians of all the
+// windows alone and all the windows together may not (one launch measured
+// 0.43 that way from rounds of 0.43–0.54, where others measured
+// 0.56–0.65). ok is false when a round made no progress alone.
+func colocationEfficiency(alone, together []float64) (eff float64, ok bool) {
+	n := min(len(alone), len(together))
+	if n == 0 {
+		return 0, false
+	}
+	r := make([]float64, n)
+	for i := range n {
+		if !(alone[i] > 0) {
+			return 0, false
+		}
+		r[i] = together[i] / alone[i]
+	}
+	return stats.Median(r), true
 }
 
 // colocateRound starts n peers of threads kernel loops each (0: their
