@@ -178,18 +178,7 @@ type ExchangeBenchRow struct {
 // with Netns, between two namespaces, alternating the tools, and prints a
 // table on w.
 func BenchExchange(ctx context.Context, o ExchangeBenchOptions, w io.Writer) ([]ExchangeBenchRow, error) {
-	if o.Duration <= 0 {
-		o.Duration = 3 * time.Second
-	}
-	if o.Rounds <= 0 {
-		o.Rounds = 3
-	}
-	if o.Streams <= 0 {
-		o.Streams = 4
-	}
-	if o.FrameBytes <= 0 {
-		o.FrameBytes = 1 << 20
-	}
+	streamDefaults(&o.Duration, &o.Rounds, &o.Streams, &o.FrameBytes, 1<<20)
 	if _, err := exec.LookPath("iperf3"); err != nil {
 		return nil, fmt.Errorf("cluster: bench-exchange needs iperf3 (apt-get install -y iperf3): %w", err)
 	}
@@ -203,11 +192,7 @@ func BenchExchange(ctx context.Context, o ExchangeBenchOptions, w io.Writer) ([]
 	lo.addrs = [2]string{"127.0.0.1", "127.0.0.1"}
 	paths = append(paths, lo)
 	if o.Netns {
-		id, err := NewNetnsID()
-		if err != nil {
-			return nil, err
-		}
-		nn, err := NewNetns(id, 2, o.Link)
+		nn, err := newNetnsPair(o.Link)
 		if err != nil {
 			return nil, err
 		}
@@ -247,6 +232,33 @@ func BenchExchange(ctx context.Context, o ExchangeBenchOptions, w io.Writer) ([]
 		fmt.Fprintf(w, "%-34s %14.2f %14.2f %6.0f%% %10.0f\n", r.Path, stats.Median(r.Iperf3)/1e9, stats.Median(r.Exchange)/1e9, 100*r.Ratio, r.AckMicros)
 	}
 	return rows, nil
+}
+
+// streamDefaults fills in a stream measurement's zero options: 3 s, 3
+// rounds, 4 sends in flight, frames of frameDefault bytes.
+func streamDefaults(d *time.Duration, rounds, streams *int, frame *int64, frameDefault int64) {
+	if *d <= 0 {
+		*d = 3 * time.Second
+	}
+	if *rounds <= 0 {
+		*rounds = 3
+	}
+	if *streams <= 0 {
+		*streams = 4
+	}
+	if *frame <= 0 {
+		*frame = frameDefault
+	}
+}
+
+// newNetnsPair makes two namespaces joined by a bridge, shaped as link,
+// under a fresh run id.
+func newNetnsPair(link Link) (*Netns, error) {
+	id, err := NewNetnsID()
+	if err != nil {
+		return nil, err
+	}
+	return NewNetns(id, 2, link)
 }
 
 // runIperf3 runs an iperf3 server on side 1 and a client on side 0 and

@@ -65,23 +65,8 @@ func MeasureNetCPU(ctx context.Context, o NetCPUOptions) (NetCPUResult, error) {
 	if o.Link.Rate <= 0 {
 		return res, fmt.Errorf("cluster: network CPU cost: need a link rate")
 	}
-	if o.Duration <= 0 {
-		o.Duration = 3 * time.Second
-	}
-	if o.Rounds <= 0 {
-		o.Rounds = 3
-	}
-	if o.Streams <= 0 {
-		o.Streams = 4
-	}
-	if o.FrameBytes <= 0 {
-		o.FrameBytes = 384 << 10
-	}
-	id, err := NewNetnsID()
-	if err != nil {
-		return res, err
-	}
-	nn, err := NewNetns(id, 2, o.Link)
+	streamDefaults(&o.Duration, &o.Rounds, &o.Streams, &o.FrameBytes, 384<<10)
+	nn, err := newNetnsPair(o.Link)
 	if err != nil {
 		return res, err
 	}
