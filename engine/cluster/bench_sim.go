@@ -109,6 +109,10 @@ type SimBenchRow struct {
 	// the host's prices scaled by it, and SimUnscaled without.
 	CPURatio    float64 `json:"cpu_ratio,omitempty"`
 	SimUnscaled float64 `json:"sim_unscaled_s,omitempty"`
+	// Colocation and NetCPUCost are the derived profile's (measured or
+	// given; 1 and 0: none).
+	Colocation float64 `json:"colocation"`
+	NetCPUCost float64 `json:"net_cpu_cost"`
 }
 
 // BenchSimOrder returns the query list of an interleaved launch: rounds
@@ -389,6 +393,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			return rows, err
 		}
 		row := simBenchRow(q, times[q], sec, sent[q])
+		row.Colocation, row.NetCPUCost = o.Colocation, max(o.NetCPUCost, 0)
 		if o.RescaleCPU {
 			if row.SimUnscaled, err = simMakespan(ctx, o, q, 0); err != nil {
 				return rows, err
