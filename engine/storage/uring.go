@@ -7,6 +7,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"github.com/pawelgaczynski/giouring"
@@ -335,13 +336,20 @@ func (d *uringDev) run(ready chan<- error) {
 			if n == 0 {
 				break
 			}
-			now := r.clock.Now()
+			// One clock reading per batch of reads, none for a batch
+			// holding only the wake-up's completion (an injected clock
+			// counts its readings).
+			var now time.Duration
+			stamped := false
 			for _, cqe := range cqes[:n] {
 				if cqe.UserData == wakeTag {
 					var v [8]byte
 					_, _ = unix.Read(d.efd, v[:])
 					armed = false
 					continue
+				}
+				if !stamped {
+					now, stamped = r.clock.Now(), true
 				}
 				slot, res := int(cqe.UserData), cqe.Res
 				op := slots[slot]
