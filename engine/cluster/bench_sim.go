@@ -193,10 +193,12 @@ const TCPPayloadShare = 1448.0 / 1514
 // simulated host keeps its full cores while no more kernels than cores
 // run and loses throughput only past that (sim.NodeSpec.Colocation).
 // The engine's TCP data plane sends the frames from one worker to another
-// in turn over one connection, so the nodes get node.ordered_sends. Only
-// the lines of those fields change (shared_machine, ordered_sends and the
-// colocation lines are added after host_cores; such lines already in src
-// are replaced); comments say what was done.
+// in turn over one connection, so the nodes get node.ordered_sends.
+// netCost, the CPU its TCP stack takes per byte at each end
+// (MeasureNetCPU; 0 for none), becomes node.net_cpu_cost. Only the lines
+// of those fields change (shared_machine, ordered_sends, net_cpu_cost and
+// the colocation lines are added after host_cores; such lines already in
+// src are replaced); comments say what was done.
 func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency time.Duration, efficiency, netCost float64) ([]byte, error) {
 	if nodes < 1 || devices < 1 || cores < 1 || link.Rate <= 0 {
 		return nil, fmt.Errorf("cluster: derive profile: need nodes, devices, cores >= 1 and a link rate")
@@ -243,7 +245,7 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 				seen["node.shared_machine"] = true
 				more = append(more, "  ordered_sends: true  # the engine's TCP data plane: one connection per pair of workers, frames in turn")
 				if netCost > 0 {
-					more = append(more, fmt.Sprintf("  net_cpu_cost: %s  # measured: ns of a core per byte at each end of the data plane over --link %s", strconv.FormatFloat(netCost, 'g', 4, 64), link))
+					more = append(more, fmt.Sprintf("  net_cpu_cost: %s  # the TCP stack's CPU: ns of a core per byte at each end, over --link %s", strconv.FormatFloat(netCost, 'g', 4, 64), link))
 				}
 				if k := nodes * devices; efficiency < 1 && float64(k) > hc {
 					more = append(more,

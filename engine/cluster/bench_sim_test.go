@@ -80,11 +80,10 @@ func TestDeriveProfile(t *testing.T) {
 	if p, err2 := sim.ParseProfile("derived", out); err != nil || err2 != nil || p.Node.Colocation != 0 {
 		t.Errorf("2 workers x 1 device on 2 cores: colocation %v (%v, %v), want none", p.Node.Colocation, err, err2)
 	}
-	// A network CPU cost becomes node.net_cpu_cost, says where it comes
-	// from, and deriving again replaces it; a negative or infinite one is
-	// refused.
+	// A network CPU cost becomes node.net_cpu_cost, says what it is, and
+	// deriving again replaces it; a negative or infinite one is refused.
 	out, err = DeriveProfile(src, 4, 1, 2, Link{Rate: 1e9}, 0, 1, 1.5)
-	if p, err2 := sim.ParseProfile("derived", out); err != nil || err2 != nil || p.Node.NetCPUCost != 1.5 || !strings.Contains(string(out), "net_cpu_cost: 1.5  # measured") {
+	if p, err2 := sim.ParseProfile("derived", out); err != nil || err2 != nil || p.Node.NetCPUCost != 1.5 || !strings.Contains(string(out), "net_cpu_cost: 1.5  # the TCP stack's CPU") {
 		t.Errorf("network cost 1.5: %v %v\n%s", err, err2, out)
 	}
 	again, err = DeriveProfile(out, 4, 1, 2, Link{Rate: 1e9}, 0, 1, 0.5)
