@@ -321,6 +321,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
 	if o.Colocation == 0 {
+		fmt.Fprintf(log, "bench-sim: measuring co-location, %d rounds of 1 and %d processes (about %v)\n", o.ColocationRounds, o.Nodes, (2 * time.Duration(o.ColocationRounds) * o.ColocationDuration).Round(time.Second))
 		c, err := MeasureColocation(ctx, ColocationOptions{Exe: o.Exe, Nodes: o.Nodes, Duration: o.ColocationDuration, Rounds: o.ColocationRounds, Threads: o.Devices})
 		if err != nil {
 			return nil, err
@@ -330,7 +331,12 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		o.Colocation = min(c.Efficiency, 1)
 	}
 	if o.NetCPUCost == 0 {
-		nc, err := MeasureNetCPU(ctx, NetCPUOptions{Exe: o.Exe, Link: o.Link, Duration: o.NetCPUDuration})
+		d := o.NetCPUDuration
+		if d <= 0 {
+			d = 3 * time.Second
+		}
+		fmt.Fprintf(log, "bench-sim: measuring the network's CPU cost over --link %s (3 rounds, about %v)\n", o.Link, (3 * (2*d + d/3)).Round(time.Second))
+		nc, err := MeasureNetCPU(ctx, NetCPUOptions{Exe: o.Exe, Link: o.Link, Duration: d})
 		if err != nil {
 			return nil, err
 		}
