@@ -168,6 +168,11 @@ func newBenchSimCmd(g *globals) *cobra.Command {
 --policy overlap') on a profile derived from --profile: --devices devices per
 node, the machine's cores and NVMe bandwidth shared by the workers, the link's
 bandwidth and latency (--latency where the kernel cannot emulate the delay).
+Before the runs it measures what the workers lose by sharing the cores (a
+kernel loop in one process and in --nodes processes: node.colocation) and what
+the TCP stack takes from the cores per byte (the data plane streaming between
+two namespaces over --link: node.net_cpu_cost); --colocation and
+--net-cpu-cost give them instead.
 
 The runs are interleaved by default: one launch of --warmup + --reps rounds,
 each running every query once in an order drawn from --seed, so that the
