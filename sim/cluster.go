@@ -91,6 +91,9 @@ var ErrUnmatched = errors.New("sim: receives wait for sends that were never star
 //	         same device: no link; latency nic.latency / intra.latency;
 //	         ordered_sends: one at a time per pair of nodes, in start
 //	         order (a gate of capacity 1 per sending and receiving node)
+//	         net_cpu_cost c, between nodes: + Host[node] and Host[peer]
+//	         with weight c each (one host, weight 2c, on a shared
+//	         machine): the TCP stack's core-ns per byte (FlowSpec.Weights)
 //	recv     no work: completes with the send of the same Tag, whether
 //	         the send is already in flight or starts later; a receive
 //	         started after its send completed waits forever, and Next
