@@ -4,11 +4,13 @@
 // so scheduler.Run drives it exactly as it drives the engine).
 //
 // Model. Every task is one flow of a fluid, flow-level model (SimGrid's):
-// a flow crosses up to six links (an SSD, a PCIe direction, a GPU's
+// a flow crosses up to eight links (an SSD, a PCIe direction, a GPU's
 // compute, NIC ports, switch links, the host CPU), waits its latency, then
 // receives its max-min fair share of every link it crosses (progressive
-// filling), recomputed only when flows join or leave and only over the
-// connected component they touch, once per instant. An SSD's capacity
+// filling; weighted where a unit of its rate uses more or less than a
+// unit of a link, as a send uses a host's cores for its TCP stack:
+// node.net_cpu_cost), recomputed only when flows join or leave and only
+// over the connected component they touch, once per instant. An SSD's capacity
 // follows its queue-depth curve; compute links are measured in busy-ns
 // (GPU: 1 device; host: cores, with per-flow core limits). Where a profile
 // bounds admission (nvme.device_qd: the reader's ring; node.cpu_slots: the
