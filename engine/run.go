@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"text/tabwriter"
 
@@ -113,6 +112,7 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 		opts.Reader = r
 	}
 	var results []*QueryResult
+	tracePaths := traces.NewQueryPaths(opts.Trace, names)
 	for _, name := range names {
 		qo := opts.QueryOptions
 		var tr *traces.Recorder
@@ -125,11 +125,7 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 			return err
 		}
 		if tr != nil {
-			path := opts.Trace
-			if len(names) > 1 {
-				ext := filepath.Ext(path)
-				path = strings.TrimSuffix(path, ext) + "-" + name + ext
-			}
+			path := tracePaths.Next(name)
 			meta := traces.Meta{Title: fmt.Sprintf("engine %s %s on %s", name, r.Policy, ds.Dir), Backend: "engine", Machine: machine.Name()}
 			if err := traces.Save(path, tr.Events, meta); err != nil {
 				return fmt.Errorf("engine: %w", err)

@@ -10,7 +10,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -71,8 +70,9 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 		Job: Job{Data: o.Data, Queries: names, Policy: o.Policy, Set: o.Set, Devices: o.Devices, Mem: o.Mem,
 			Buffered: o.Buffered, IO: o.IO, Trace: o.Trace != ""}}
 	if o.Trace != "" {
+		paths := traces.NewQueryPaths(o.Trace, names)
 		co.OnTrace = func(name string, events []traces.Event) error {
-			return saveTrace(o.Trace, name, len(names), rv.World, o.Data, events)
+			return saveTrace(paths.Next(name), name, rv.World, o.Data, events)
 		}
 	}
 	if o.ReferenceEvery < 0 {
@@ -109,13 +109,9 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 }
 
 // saveTrace writes query name's tasks of every worker as one Chrome trace
-// (one process per worker) at path, or, for one of several queries, at
-// path with "-name" before the extension (as `gostachio query` does).
-func saveTrace(path, name string, queries, world int, data string, events []traces.Event) error {
-	if queries > 1 {
-		ext := filepath.Ext(path)
-		path = strings.TrimSuffix(path, ext) + "-" + name + ext
-	}
+// (one process per worker) at path (traces.QueryPaths names it, as for
+// `gostachio query`).
+func saveTrace(path, name string, world int, data string, events []traces.Event) error {
 	host, _ := os.Hostname()
 	policy := ""
 	if len(events) > 0 {
