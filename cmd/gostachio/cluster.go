@@ -168,12 +168,11 @@ func newBenchSimCmd(g *globals) *cobra.Command {
 --policy overlap') on a profile derived from --profile: --devices devices per
 node, the machine's cores and NVMe bandwidth shared by the workers, the link's
 bandwidth and latency (--latency where the kernel cannot emulate the delay).
-It measures what the workers lose by sharing the cores (a kernel loop in one
-process and in --nodes processes, half of --colocation-rounds before the runs
-and half after them: node.colocation) and, before the runs, what the TCP stack
-takes from the cores per byte (the data plane streaming between two namespaces
-over --link: node.net_cpu_cost); --colocation and --net-cpu-cost give them
-instead.
+Before the runs it measures what the workers lose by sharing the cores (a
+kernel loop in one process and in --nodes processes: node.colocation) and what
+the TCP stack takes from the cores per byte (the data plane streaming between
+two namespaces over --link: node.net_cpu_cost); --colocation and
+--net-cpu-cost give them instead.
 
 The runs are interleaved by default: one launch of --warmup + --reps rounds,
 each running every query once in an order drawn from --seed, so that the
@@ -225,7 +224,7 @@ the simulated time lies inside the interval.`,
 	f.DurationVar(&o.Latency, "latency", 15*time.Microsecond, "simulated NIC latency when the delay is not emulated (0: the --link delay)")
 	f.Float64Var(&o.Colocation, "colocation", 0, "share of the cores' single-process speed the workers get together (0: measure it first; 1: none lost)")
 	f.DurationVar(&o.ColocationDuration, "colocation-duration", time.Second, "length of each co-location measurement")
-	f.IntVar(&o.ColocationRounds, "colocation-rounds", 6, "co-location rounds, each one process and then --nodes processes, half before the runs and half after them (the median of all their ratios counts)")
+	f.IntVar(&o.ColocationRounds, "colocation-rounds", 6, "co-location rounds, each one process and then --nodes processes (their ratios' median counts)")
 	f.Float64Var(&o.NetCPUCost, "net-cpu-cost", 0, "ns of a core the network stack spends per byte at each end (0: measure it first on --link; negative: none)")
 	f.DurationVar(&o.NetCPUDuration, "net-cpu-duration", 3*time.Second, "length of the network CPU measurement's long runs (the short ones run a third of it)")
 	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "time the CPU reference on rank 0 after every run and scale the simulator's host prices by its drift since calibration (as validate --rescale-cpu)")

@@ -59,12 +59,10 @@ type SimBenchOptions struct {
 	// runtime.NumCPU).
 	Cores int
 	// Colocation is the share of the cores' single-process speed the
-	// workers get together (0: measured, MeasureColocation, half of its
-	// rounds before the runs and half after them; 1: the cores as one
-	// process gets them).
+	// workers get together (0: measured first, MeasureColocation; 1: the
+	// cores as one process gets them).
 	Colocation float64
-	// ColocationDuration and ColocationRounds size that measurement
-	// (ColocationRounds in all, before and after the runs).
+	// ColocationDuration and ColocationRounds size that measurement.
 	ColocationDuration time.Duration
 	ColocationRounds   int
 	// NetCPUCost is what the network stack takes from the cores, ns of
@@ -115,11 +113,6 @@ type SimBenchRow struct {
 	// given; 1 and 0: none).
 	Colocation float64 `json:"colocation"`
 	NetCPUCost float64 `json:"net_cpu_cost"`
-	// ColocationBefore and ColocationAfter are the co-location measured
-	// before and after the runs (the median ratio of each half's rounds;
-	// Colocation is that of all of them); absent when given.
-	ColocationBefore float64 `json:"colocation_before,omitempty"`
-	ColocationAfter  float64 `json:"colocation_after,omitempty"`
 }
 
 // BenchSimOrder returns the query list of an interleaved launch: rounds
@@ -327,27 +320,15 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if err != nil {
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
-	// The co-location is measured in two halves, before and after the
-	// runs, so that it samples the machine over the runs' span: measured
-	// only before them, one launch's 0.43 (rounds 0.43–0.54, where other
-	// launches measured 0.56–0.65) set every simulated time 27–46% above
-	// the engine's.
-	measureColocation := o.Colocation == 0
-	var coloBefore, coloAfter ColocationResult
-	colocate := func(when string, rounds int) (ColocationResult, error) {
-		fmt.Fprintf(log, "bench-sim: measuring co-location %s the runs, %d rounds of 1 and %d processes (about %v)\n", when, rounds, o.Nodes, (2 * time.Duration(rounds) * o.ColocationDuration).Round(time.Second))
-		c, err := MeasureColocation(ctx, ColocationOptions{Exe: o.Exe, Nodes: o.Nodes, Duration: o.ColocationDuration, Rounds: rounds, Threads: o.Devices})
+	if o.Colocation == 0 {
+		fmt.Fprintf(log, "bench-sim: measuring co-location, %d rounds of 1 and %d processes (about %v)\n", o.ColocationRounds, o.Nodes, (2 * time.Duration(o.ColocationRounds) * o.ColocationDuration).Round(time.Second))
+		c, err := MeasureColocation(ctx, ColocationOptions{Exe: o.Exe, Nodes: o.Nodes, Duration: o.ColocationDuration, Rounds: o.ColocationRounds, Threads: o.Devices})
 		if err != nil {
-			return c, err
-		}
-		fmt.Fprintf(w, "co-location %s the runs: %d processes of %d kernel loops did %.3f of one process's work on every core (median of %d rounds' ratios, %s; %.1f vs %.1f iterations/s)\n",
-			when, o.Nodes, o.Devices, c.Efficiency, len(c.Alone), roundRange(c), stats.Median(c.Together), stats.Median(c.Alone))
-		return c, nil
-	}
-	if measureColocation {
-		if coloBefore, err = colocate("before", (o.ColocationRounds+1)/2); err != nil {
 			return nil, err
 		}
+		fmt.Fprintf(w, "co-location: %d processes of %d kernel loops did %.3f of one process's work on every core (median of %d rounds' ratios, %s; %.1f vs %.1f iterations/s)\n",
+			o.Nodes, o.Devices, c.Efficiency, len(c.Alone), roundRange(c), stats.Median(c.Together), stats.Median(c.Alone))
+		o.Colocation = min(c.Efficiency, 1)
 	}
 	if o.NetCPUCost == 0 {
 		d := o.NetCPUDuration
@@ -363,17 +344,21 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			nc.Cost, len(nc.Rounds), costRange(nc.Rounds), nc.Rate/1e6, o.Link)
 		o.NetCPUCost = nc.Cost
 	}
-	calibrated, err := sim.ParseProfile(o.Profile, src)
+	prof, err := DeriveProfile(src, o.Nodes, o.Devices, o.Cores, o.Link, o.Latency, o.Colocation, max(o.NetCPUCost, 0))
 	if err != nil {
+		return nil, err
+	}
+	prof = append([]byte(fmt.Sprintf("# Derived by `gostachio cluster bench-sim` from %s for %d emulated workers on this machine.\n", o.Profile, o.Nodes)), prof...)
+	prof = bytes.Replace(prof, []byte("\nname: "), []byte("\nname: netns-"), 1)
+	if err := os.WriteFile(o.ProfileOut, append(prof, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
-	if o.RescaleCPU && calibrated.Host.Reference <= 0 {
-		return nil, fmt.Errorf("cluster: bench-sim --rescale-cpu: profile %s has no host.reference (the CPU reference's time at calibration): recalibrate it with this version", o.Profile)
+	derived, err := sim.ParseProfile(o.ProfileOut, prof)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bench-sim: derived profile: %w", err)
 	}
-	// The profile is derived once the co-location is known, after the
-	// runs; a profile it cannot be derived from fails now, not minutes on.
-	if _, err := DeriveProfile(src, o.Nodes, o.Devices, o.Cores, o.Link, o.Latency, max(o.Colocation, 1e-3), max(o.NetCPUCost, 0)); err != nil {
-		return nil, err
+	if o.RescaleCPU && derived.Host.Reference <= 0 {
+		return nil, fmt.Errorf("cluster: bench-sim --rescale-cpu: profile %s has no host.reference (the CPU reference's time at calibration): recalibrate it with this version", o.Profile)
 	}
 	times, sent := make(map[string][]float64), make(map[string]float64)
 	var refs []int64
@@ -396,32 +381,6 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			return nil, fmt.Errorf("cluster: bench-sim: results of the launch: %w", err)
 		}
 	}
-	if measureColocation {
-		if after := o.ColocationRounds / 2; after > 0 {
-			if coloAfter, err = colocate("after", after); err != nil {
-				return nil, err
-			}
-		}
-		all, err := combineColocation(coloBefore, coloAfter)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: bench-sim: %w", err)
-		}
-		fmt.Fprintf(w, "co-location: %.3f (median of all %d rounds' ratios, %s)\n", all.Efficiency, len(all.Alone), roundRange(all))
-		o.Colocation = min(all.Efficiency, 1)
-	}
-	prof, err := DeriveProfile(src, o.Nodes, o.Devices, o.Cores, o.Link, o.Latency, o.Colocation, max(o.NetCPUCost, 0))
-	if err != nil {
-		return nil, err
-	}
-	prof = append([]byte(fmt.Sprintf("# Derived by `gostachio cluster bench-sim` from %s for %d emulated workers on this machine.\n", o.Profile, o.Nodes)), prof...)
-	prof = bytes.Replace(prof, []byte("\nname: "), []byte("\nname: netns-"), 1)
-	if err := os.WriteFile(o.ProfileOut, append(prof, '\n'), 0o644); err != nil {
-		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
-	}
-	derived, err := sim.ParseProfile(o.ProfileOut, prof)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: bench-sim: derived profile: %w", err)
-	}
 	ratio := 0.0
 	if o.RescaleCPU {
 		if len(refs) == 0 {
@@ -443,9 +402,6 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		}
 		row := simBenchRow(q, times[q], sec, sent[q])
 		row.Colocation, row.NetCPUCost = o.Colocation, max(o.NetCPUCost, 0)
-		if measureColocation {
-			row.ColocationBefore, row.ColocationAfter = coloBefore.Efficiency, coloAfter.Efficiency
-		}
 		if o.RescaleCPU {
 			if row.SimUnscaled, err = simMakespan(ctx, o, q, 0); err != nil {
 				return rows, err

@@ -245,34 +245,3 @@ func TestColocationEfficiency(t *testing.T) {
 		}
 	}
 }
-
-// TestCombineColocation: bench-sim's two halves (before and after the
-// runs) count as one measurement: the median of all rounds' ratios, not
-// the mean of the halves' medians nor either half alone.
-func TestCombineColocation(t *testing.T) {
-	// Before: ratios 0.5, 0.49, 0.5 (median 0.5); after: 0.6, 0.65, 0.62
-	// (median 0.62). All six sorted: 0.49 0.5 0.5 0.6 0.62 0.65, median
-	// (0.5 + 0.6) / 2 = 0.55; the mean of the halves' medians is 0.56.
-	before := ColocationResult{Nodes: 4, Alone: []float64{10, 100, 40}, Together: []float64{5, 49, 20}}
-	after := ColocationResult{Nodes: 4, Alone: []float64{10, 20, 50}, Together: []float64{6, 13, 31}}
-	all, err := combineColocation(before, after)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if math.Abs(all.Efficiency-0.55) > 1e-12 || len(all.Alone) != 6 || len(all.Together) != 6 || all.Nodes != 4 {
-		t.Errorf("combined %+v, want efficiency 0.55 over 6 rounds of 4 nodes", all)
-	}
-	if len(before.Alone) != 3 {
-		t.Errorf("the first half's rounds were changed: %v", before.Alone)
-	}
-	// No rounds after (--colocation-rounds 1): the first half alone.
-	if one, err := combineColocation(before, ColocationResult{}); err != nil || one.Efficiency != 0.5 {
-		t.Errorf("before alone: %v (%v), want 0.5", one.Efficiency, err)
-	}
-	if _, err := combineColocation(before, ColocationResult{Alone: []float64{0}, Together: []float64{1}}); err == nil {
-		t.Error("a round without progress alone combined without error")
-	}
-	if _, err := combineColocation(ColocationResult{Alone: []float64{1, 2}, Together: []float64{1}}, after); err == nil {
-		t.Error("halves with unpaired rounds combined without error")
-	}
-}

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os/exec"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -105,24 +104,6 @@ func MeasureColocation(ctx context.Context, o ColocationOptions) (ColocationResu
 	}
 	res.Efficiency = eff
 	return res, nil
-}
-
-// combineColocation pools the rounds of two measurements of the same
-// cluster (bench-sim's before and after its runs) into one whose
-// efficiency is the median of all their rounds' ratios.
-func combineColocation(a, b ColocationResult) (ColocationResult, error) {
-	if len(a.Alone) != len(a.Together) || len(b.Alone) != len(b.Together) {
-		return ColocationResult{}, fmt.Errorf("co-location: rounds alone and together differ in number (%d/%d, %d/%d)",
-			len(a.Alone), len(a.Together), len(b.Alone), len(b.Together))
-	}
-	all := ColocationResult{Nodes: max(a.Nodes, b.Nodes), Alone: append(slices.Clone(a.Alone), b.Alone...),
-		Together: append(slices.Clone(a.Together), b.Together...)}
-	eff, ok := colocationEfficiency(all.Alone, all.Together)
-	if !ok {
-		return all, fmt.Errorf("co-location: the kernel loop made no progress alone")
-	}
-	all.Efficiency = eff
-	return all, nil
 }
 
 // colocationEfficiency is the median over rounds of together_i / alone_i:
