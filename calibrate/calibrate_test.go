@@ -639,3 +639,36 @@ func TestKindsSummary(t *testing.T) {
 		t.Error("summary with a case lacking its kinds-only prediction")
 	}
 }
+
+// TestUnstablePoints: points whose passes disagree by more than the
+// factor are reported, largest spread first; short points and steady
+// ones are not.
+func TestUnstablePoints(t *testing.T) {
+	pass := func(ns ...int64) []Sample {
+		var out []Sample
+		for i, n := range ns {
+			out = append(out, Sample{Component: CompKernel, Case: fmt.Sprintf("k%d", i), Rows: int64(1000 * (i + 1)), Ns: n})
+		}
+		return out
+	}
+	runs := [][]Sample{
+		pass(1_000_000, 200_000, 30_000, 300_000, 1_000_000),
+		pass(1_100_000, 1_800_000, 90_000, 310_000, 2_500_000),
+		pass(900_000, 1_700_000, 40_000, 290_000, 1_100_000),
+	}
+	got := unstablePoints(runs, 2, 100_000)
+	// k1: 1.8 ms / 0.2 ms = 9x; k4: 2.5 / 1.0 = 2.5x; k2 (3x) is under
+	// 0.1 ms at its slowest and k0, k3 are steady.
+	want := []unstablePoint{{"k1", 2000, 9}, {"k4", 5000, 2.5}}
+	if len(got) != len(want) {
+		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i].Case != want[i].Case || got[i].Rows != want[i].Rows || math.Abs(got[i].Spread-want[i].Spread) > 1e-12 {
+			t.Errorf("point %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+	if un := unstablePoints(runs[:1], 2, 0); un != nil {
+		t.Errorf("one pass: %+v, want nothing to compare", un)
+	}
+}

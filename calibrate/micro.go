@@ -39,10 +39,14 @@ type MicroOptions struct {
 	Reps int
 	// Passes is how many times the kernel points are measured, one whole
 	// pass after the other; a point's sample is the median of its passes
-	// (default 3; 1 with Quick). On a shared VM a kernel's speed drifts
+	// (default 5; 1 with Quick). On a shared VM a kernel's speed drifts
 	// by 2x over minutes (the same q1 aggregate measured 100 and 230
 	// ns/row in two runs a minute apart): a single pass fits whichever
-	// phase the machine was in.
+	// phase the machine was in. With 3 passes, one calibration of
+	// 2026-11-26 kept q21's and q22's samples 3–18x too slow (slow in two
+	// passes of three: q22's shuffle of 32 Ki rows 1.66 ms, 0.12–0.20 in
+	// three other calibrations that day), and its profile predicted q21
+	// and q22 at 2–3x the engine's time.
 	Passes int
 	// Quick measures few, small points (tests): seconds instead of a
 	// minute.
@@ -103,7 +107,7 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 	out = append(out, microLaunch())
 	passes := opts.Passes
 	if passes <= 0 {
-		passes = 3
+		passes = DefaultPasses
 		if opts.Quick {
 			passes = 1
 		}
@@ -149,7 +153,72 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 	if err != nil {
 		return nil, err
 	}
+	if un := unstablePoints(runs, unstableFactor, unstableMinNs); len(un) > 0 {
+		var worst []string
+		for _, u := range un[:min(len(un), 5)] {
+			worst = append(worst, fmt.Sprintf("%s %d rows x%.1f", u.Case, u.Rows, u.Spread))
+		}
+		fmt.Fprintf(logw, "calibrate: %d of %d kernel points varied more than %gx between passes (the median of %d passes is kept): %s\n",
+			len(un), len(merged), unstableFactor, len(runs), strings.Join(worst, ", "))
+	}
 	return append(out, merged...), nil
+}
+
+// DefaultPasses is MicroOptions.Passes' default.
+const DefaultPasses = 5
+
+// unstableFactor and unstableMinNs: a kernel point of at least
+// unstableMinNs (in its slowest pass) whose passes differ by more than
+// unstableFactor is reported.
+const (
+	unstableFactor = 2.0
+	unstableMinNs  = 100_000
+)
+
+// unstablePoint is a kernel point whose passes disagree: Spread is its
+// slowest pass over its fastest.
+type unstablePoint struct {
+	Case   string
+	Rows   int64
+	Spread float64
+}
+
+// unstablePoints lists the points of runs (one slice of samples per pass,
+// in the same order, as medianOfPasses takes them) whose slowest pass took
+// at least minNs and more than factor times their fastest, the largest
+// spread first (ties by case and rows). Such a point's median still holds
+// the slow value where more than half its passes were slow, which the
+// calibration then fits; the report says where to look.
+func unstablePoints(runs [][]Sample, factor float64, minNs int64) []unstablePoint {
+	if len(runs) < 2 {
+		return nil
+	}
+	var out []unstablePoint
+	for i := range runs[0] {
+		lo, hi := int64(math.MaxInt64), int64(0)
+		for _, r := range runs {
+			if i >= len(r) {
+				return out
+			}
+			lo, hi = min(lo, r[i].Ns), max(hi, r[i].Ns)
+		}
+		if hi >= minNs && lo > 0 && float64(hi) > factor*float64(lo) {
+			out = append(out, unstablePoint{Case: runs[0][i].Case, Rows: runs[0][i].Rows, Spread: float64(hi) / float64(lo)})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b unstablePoint) int {
+		switch {
+		case a.Spread != b.Spread:
+			if a.Spread > b.Spread {
+				return -1
+			}
+			return 1
+		case a.Case != b.Case:
+			return strings.Compare(a.Case, b.Case)
+		}
+		return int(a.Rows - b.Rows)
+	})
+	return out
 }
 
 // refMark is a CPU reference sample taken when a pass had measured at
@@ -272,7 +341,7 @@ func microReads(ctx context.Context, ds *dataset.Dataset, opts MicroOptions) ([]
 	// queue depth.
 	passes := opts.Passes
 	if passes <= 0 {
-		passes = 3
+		passes = DefaultPasses
 		if opts.Quick {
 			passes = 1
 		}
