@@ -39,14 +39,15 @@ type MicroOptions struct {
 	Reps int
 	// Passes is how many times the kernel points are measured, one whole
 	// pass after the other; a point's sample is the median of its passes
-	// (default 5; 1 with Quick). On a shared VM a kernel's speed drifts
-	// by 2x over minutes (the same q1 aggregate measured 100 and 230
-	// ns/row in two runs a minute apart): a single pass fits whichever
-	// phase the machine was in. With 3 passes, one calibration of
-	// 2026-11-26 kept q21's and q22's samples 3–18x too slow (slow in two
-	// passes of three: q22's shuffle of 32 Ki rows 1.66 ms, 0.12–0.20 in
-	// three other calibrations that day), and its profile predicted q21
-	// and q22 at 2–3x the engine's time.
+	// (default 3; 1 with Quick), after an untimed warm-up pass (not with
+	// Quick). On a shared VM a kernel's speed drifts by 2x over minutes
+	// (the same q1 aggregate measured 100 and 230 ns/row in two runs a
+	// minute apart): a single pass fits whichever phase the machine was
+	// in. Without the warm-up, one calibration of 2026-11-26 kept q21's
+	// and q22's samples 3–18x too slow (slow in two passes of three: q22's
+	// shuffle of 32 Ki rows 1.66 ms, 0.12–0.20 in three other calibrations
+	// that day), and its profile predicted q21 and q22 at 2–3x the
+	// engine's time.
 	Passes int
 	// Quick measures few, small points (tests): seconds instead of a
 	// minute.
@@ -115,22 +116,38 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 	batches := map[string]*cpu.Batch{}
 	var runs [][]Sample
 	var marks [][]refMark // per pass
-	for pass := 1; pass <= passes; pass++ {
+	// Pass 0 is a warm-up whose samples are dropped: in the first pass
+	// the heap grows onto memory the process never touched (the collector
+	// has not yet run to recycle any), so every rep of a kernel faults its
+	// outputs in, and points ran 15–20x slower than in later passes (72 of
+	// the 90 points whose passes differed by more than 2x in one
+	// calibration had their slowest in the first pass).
+	first := 0
+	if opts.Quick {
+		first = 1
+	}
+	for pass := first; pass <= passes; pass++ {
 		m := &micro{ds: ds, reps: opts.Reps, quick: opts.Quick, batches: batches}
 		var pm []refMark
 		reference := func() {
 			ns := cpuref.Ns()
-			out = append(out, Sample{Component: CompReference, Case: "cpu reference", Tasks: cpuref.Reps, Ns: ns})
+			if pass > 0 {
+				out = append(out, Sample{Component: CompReference, Case: "cpu reference", Tasks: cpuref.Reps, Ns: ns})
+			}
 			pm = append(pm, refMark{at: len(m.out), ns: ns})
 		}
 		m.reference = reference
 		reference()
-		fmt.Fprintf(logw, "calibrate: pass %d of %d: h2d decode\n", pass, passes)
+		label := fmt.Sprintf("pass %d of %d", pass, passes)
+		if pass == 0 {
+			label = "warm-up pass (not kept)"
+		}
+		fmt.Fprintf(logw, "calibrate: %s: h2d decode\n", label)
 		if err := m.h2d(); err != nil {
 			return nil, err
 		}
 		reference()
-		fmt.Fprintf(logw, "calibrate: pass %d of %d: kernels of the plans' operators\n", pass, passes)
+		fmt.Fprintf(logw, "calibrate: %s: kernels of the plans' operators\n", label)
 		if err := m.planOps(ctx); err != nil {
 			return nil, err
 		}
@@ -140,11 +157,14 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 			}
 		}
 		reference()
-		fmt.Fprintf(logw, "calibrate: pass %d of %d: hash builds, probes, sorts\n", pass, passes)
+		fmt.Fprintf(logw, "calibrate: %s: hash builds, probes, sorts\n", label)
 		if err := m.joinsAndSorts(); err != nil {
 			return nil, err
 		}
 		reference()
+		if pass == 0 {
+			continue
+		}
 		runs = append(runs, m.out)
 		marks = append(marks, pm)
 	}
@@ -165,7 +185,7 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 }
 
 // DefaultPasses is MicroOptions.Passes' default.
-const DefaultPasses = 5
+const DefaultPasses = 3
 
 // unstableFactor and unstableMinNs: a kernel point of at least
 // unstableMinNs (in its slowest pass) whose passes differ by more than

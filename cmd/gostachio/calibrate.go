@@ -46,7 +46,7 @@ prints each component's parameters and fit quality (R², MAPE).`,
 	f.StringVar(&o.Name, "name", "devbox-calibrated", "the profile's name")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the storage benchmark's order")
 	f.IntVar(&o.Reps, "reps", 5, "timed repetitions per kernel point, after one untimed (their mean is the sample)")
-	f.IntVar(&o.Passes, "passes", calibrate.DefaultPasses, "whole passes over the storage configurations and the kernel points, one after the other (the median of a point's passes is the sample; points whose passes differ by more than 2x are reported)")
+	f.IntVar(&o.Passes, "passes", calibrate.DefaultPasses, "whole passes over the storage configurations and the kernel points, one after the other (the median of a point's passes is the sample; the kernels' passes follow an untimed warm-up pass; points whose passes differ by more than 2x are reported)")
 	f.BoolVar(&o.Quick, "quick", false, "few, small points (seconds; for tests)")
 	f.StringVar(&o.Date, "date", "", "date recorded in the provenance (default: today, UTC)")
 	f.IntVar(&o.GPUOrdinal, "gpu", 0, "with --micro: a profile of the GPU backend on this CUDA device (its copies and fused kernels measured too)")
