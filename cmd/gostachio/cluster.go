@@ -160,8 +160,10 @@ func newColocatePeerCmd() *cobra.Command {
 func newBenchSimCmd(g *globals) *cobra.Command {
 	var o cluster.SimBenchOptions
 	var link, qs string
+	var launches int
+	var within float64
 	cmd := &cobra.Command{
-		Use:   "bench-sim --data DIR [--nodes 4] [--link 1Gbit] [--query q3,q5,q9,q18]",
+		Use:   "bench-sim --data DIR [--nodes 4] [--link 1Gbit] [--query q3,q5,q9,q18] [--launches N]",
 		Short: "Query times on a --netns cluster with shaped links against the simulator's prediction for the same topology",
 		Long: `Runs each query --reps times on a --nodes worker --netns cluster shaped by --link
 (root, iproute2) and once in the simulator ('gostachio sim --nodes N --data DIR
@@ -180,7 +182,16 @@ machine's drift reaches every query alike (--order grouped: each query's runs
 back to back, a launch per query). Prints per query the engine's median with
 its distribution-free 95% interval (from 6 runs on), the simulated seconds,
 the error against the median and against the interval's ends, and whether
-the simulated time lies inside the interval.`,
+the simulated time lies inside the interval.
+
+--launches N repeats the whole measurement N times (seeds --seed, --seed+1,
+...; profiles --profile-out with -1, -2, ... before the extension; each
+launch measures its own co-location and network cost) and then pools them:
+the median |error| over every case, how many cases and how many launches
+have every query within --within, and each query's median error. On a
+shared machine one launch shows the minutes it ran in: the engine's medians
+moved by up to 30% between launches here. With --json the rows carry their
+launch.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			l, err := cluster.ParseLink(link)
@@ -199,7 +210,7 @@ the simulated time lies inside the interval.`,
 			if g.json {
 				out = c.ErrOrStderr()
 			}
-			rows, err := cluster.BenchSim(c.Context(), o, out, c.ErrOrStderr())
+			rows, _, err := cluster.BenchSimLaunches(c.Context(), o, launches, within, out, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -227,6 +238,8 @@ the simulated time lies inside the interval.`,
 	f.IntVar(&o.ColocationRounds, "colocation-rounds", 6, "co-location rounds, each one process and then --nodes processes (their ratios' median counts)")
 	f.Float64Var(&o.NetCPUCost, "net-cpu-cost", 0, "ns of a core the network stack spends per byte at each end (0: measure it first on --link; negative: none)")
 	f.DurationVar(&o.NetCPUDuration, "net-cpu-duration", 3*time.Second, "length of the network CPU measurement's long runs (the short ones run a third of it)")
+	f.IntVar(&launches, "launches", 1, "whole measurements to run and pool (each its own seed, profile, co-location and network cost)")
+	f.Float64Var(&within, "within", 0.10, "the |error| bound the pooled summary counts cases and launches within (0.10: 10%)")
 	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "time the CPU reference on rank 0 after every run and scale the simulator's host prices by its drift since calibration (as validate --rescale-cpu)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd

@@ -113,6 +113,9 @@ type SimBenchRow struct {
 	// given; 1 and 0: none).
 	Colocation float64 `json:"colocation"`
 	NetCPUCost float64 `json:"net_cpu_cost"`
+	// Launch numbers the launch of BenchSimLaunches the row comes from
+	// (from 1; 0: a single launch).
+	Launch int `json:"launch,omitempty"`
 }
 
 // BenchSimOrder returns the query list of an interleaved launch: rounds
