@@ -70,7 +70,7 @@ removes the leftovers of launchers that are gone.`,
 	f.StringVar(&link, "link", "", "with --netns: shape every worker's link, RATE[,DELAY] (e.g. 10Gbit,50us)")
 	f.StringVar(&o.NetnsID, "netns-id", "", "with --netns: the run id naming the network's resources (6 hex digits; default random)")
 	f.BoolVar(&cleanup, "cleanup", false, "remove the namespaces, veths and bridges of --netns launchers that are gone ('--cleanup all': of live ones too) and exit")
-	cmd.AddCommand(newBenchExchangeCmd(g), newExchangePeerCmd(), newColocatePeerCmd(), newBenchSimCmd(g))
+	cmd.AddCommand(newBenchExchangeCmd(g), newExchangePeerCmd(), newColocatePeerCmd(), newBenchSimCmd(g), newPoolLaunchesCmd(g))
 	return cmd
 }
 
@@ -190,8 +190,11 @@ launch measures its own co-location and network cost) and then pools them:
 the median |error| over every case, how many cases and how many launches
 have every query within --within, and each query's median error. On a
 shared machine one launch shows the minutes it ran in: the engine's medians
-moved by up to 30% between launches here. With --json the rows carry their
-launch.`,
+moved by up to 30% between launches here. From 3 launches on it also prints the
+engine's own launch-to-launch spread (each case's median predicted by the other
+launches'), the errors that no prediction blind to a launch's conditions
+avoids. With --json the rows carry their launch; 'cluster pool-launches' pools
+the rows of separate runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			l, err := cluster.ParseLink(link)
@@ -242,6 +245,38 @@ launch.`,
 	f.Float64Var(&within, "within", 0.10, "the |error| bound the pooled summary counts cases and launches within (0.10: 10%)")
 	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "time the CPU reference on rank 0 after every run and scale the simulator's host prices by its drift since calibration (as validate --rescale-cpu)")
 	_ = cmd.MarkFlagRequired("data")
+	return cmd
+}
+
+func newPoolLaunchesCmd(g *globals) *cobra.Command {
+	var within float64
+	cmd := &cobra.Command{
+		Use:   "pool-launches [--within 0.10] FILE...",
+		Short: "Pool the launches of earlier 'bench-sim --json' runs into one summary",
+		Long: `Reads the rows that 'gostachio --json cluster bench-sim' wrote (one file per
+run, any number of launches each) and prints the summary that --launches prints:
+the median |error| over every case, how many cases and launches have every
+query within --within, each query's median error, and, from 3 launches on, the
+engine's own launch-to-launch spread: each case's engine median predicted by
+its query's median over the other launches. That spread is what a prediction
+blind to a launch's own conditions is up against on this machine.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, files []string) error {
+			out := c.OutOrStdout()
+			if g.json {
+				out = c.ErrOrStderr()
+			}
+			s, err := cluster.PoolLaunches(files, within, out)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return writeJSON(c.OutOrStdout(), s)
+			}
+			return nil
+		},
+	}
+	cmd.Flags().Float64Var(&within, "within", 0.10, "the |error| bound cases and launches are counted within (0.10: 10%)")
 	return cmd
 }
 

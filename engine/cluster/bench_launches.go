@@ -2,8 +2,10 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -59,18 +61,37 @@ func BenchSimLaunches(ctx context.Context, o SimBenchOptions, launches int, with
 
 // LaunchSummary pools the rows of several launches.
 type LaunchSummary struct {
-	Launches, Cases int
+	Launches int `json:"launches"`
+	Cases    int `json:"cases"`
 	// MedianAbs is the median |error| over every case of every launch;
 	// Within counts the cases with |error| ≤ WithinBound, and AllWithin
 	// the launches whose every case is.
-	MedianAbs   float64
-	WithinBound float64
-	Within      int
-	AllWithin   int
+	MedianAbs   float64 `json:"median_abs_error"`
+	WithinBound float64 `json:"within_bound"`
+	Within      int     `json:"cases_within"`
+	AllWithin   int     `json:"launches_all_within"`
 	// PerQuery is each query's median signed error over the launches, in
 	// the order the queries first appear (Queries).
-	Queries  []string
-	PerQuery []float64
+	Queries  []string  `json:"queries"`
+	PerQuery []float64 `json:"median_error_per_query"`
+	// Spread is the same count for the best predictor that does not see
+	// the launch: each case's engine median predicted by the median of
+	// the same query's engine medians in the other launches (leave one
+	// out). Its errors are the engine's own launch-to-launch spread, so
+	// they bound what any simulator priced once for all launches can
+	// reach on this machine. Computed from 3 launches on (Spread.Cases 0
+	// before).
+	Spread SpreadSummary `json:"engine_spread"`
+}
+
+// SpreadSummary is LaunchSummary's counts for the leave-one-out
+// predictor: e = (median over the other launches − m) / m for each case's
+// engine median m.
+type SpreadSummary struct {
+	Cases     int     `json:"cases"`
+	Within    int     `json:"cases_within"`
+	AllWithin int     `json:"launches_all_within"`
+	MedianAbs float64 `json:"median_abs_error"`
 }
 
 // SummarizeLaunches pools rows (of one launch, Launch 0, or several)
@@ -106,7 +127,114 @@ func SummarizeLaunches(rows []SimBenchRow, within float64) LaunchSummary {
 	for _, q := range s.Queries {
 		s.PerQuery = append(s.PerQuery, stats.Median(byQuery[q]))
 	}
+	if s.Launches >= 3 {
+		s.Spread = launchSpread(rows, within)
+	}
 	return s
+}
+
+// launchSpread is SpreadSummary over rows: a case whose query ran in
+// fewer than two other launches (or has no timed run) is skipped, and a
+// launch counts as all within only when every one of its cases was
+// predicted and within.
+func launchSpread(rows []SimBenchRow, within float64) SpreadSummary {
+	var sp SpreadSummary
+	medians := make([]float64, len(rows))
+	for i, r := range rows {
+		if len(r.Engine) > 0 {
+			medians[i] = stats.Median(r.Engine)
+		}
+	}
+	var abs []float64
+	launchOK := map[int]bool{}
+	for i, r := range rows {
+		var others []float64
+		for j, o := range rows {
+			if o.Launch != r.Launch && o.Query == r.Query && medians[j] > 0 {
+				others = append(others, medians[j])
+			}
+		}
+		ok, seen := launchOK[r.Launch]
+		if len(others) < 2 || !(medians[i] > 0) {
+			launchOK[r.Launch] = false
+			continue
+		}
+		e := (stats.Median(others) - medians[i]) / medians[i]
+		a := max(e, -e)
+		abs = append(abs, a)
+		sp.Cases++
+		if a <= within {
+			sp.Within++
+		}
+		launchOK[r.Launch] = (ok || !seen) && a <= within
+	}
+	for _, ok := range launchOK {
+		if ok {
+			sp.AllWithin++
+		}
+	}
+	if len(abs) > 0 {
+		sp.MedianAbs = stats.Median(abs)
+	}
+	return sp
+}
+
+// LoadLaunches reads the rows of earlier bench-sim runs (their --json
+// output, one file each) for pooling: every launch of every file gets a
+// launch number of its own, in file order (a file's single launch, Launch
+// 0, counts as one). A file that is unreadable, not such a list, or holds
+// a row without a query or timed runs is an error naming it; a file with
+// no rows is one too, since pooling it would count nothing.
+func LoadLaunches(paths []string) ([]SimBenchRow, error) {
+	if len(paths) == 0 {
+		return nil, fmt.Errorf("cluster: pool: no files of bench-sim --json rows")
+	}
+	var all []SimBenchRow
+	next := 1
+	for _, p := range paths {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: pool: %w", err)
+		}
+		var rows []SimBenchRow
+		if err := json.Unmarshal(raw, &rows); err != nil {
+			return nil, fmt.Errorf("cluster: pool: %s: not bench-sim --json rows: %v", p, err)
+		}
+		if len(rows) == 0 {
+			return nil, fmt.Errorf("cluster: pool: %s: no rows", p)
+		}
+		renumber := map[int]int{}
+		for i := range rows {
+			r := &rows[i]
+			if r.Query == "" || len(r.Engine) == 0 {
+				return nil, fmt.Errorf("cluster: pool: %s: row %d has no query or no timed runs", p, i+1)
+			}
+			k, ok := renumber[r.Launch]
+			if !ok {
+				k = next
+				next++
+				renumber[r.Launch] = k
+			}
+			r.Launch = k
+		}
+		all = append(all, rows...)
+	}
+	return all, nil
+}
+
+// PoolLaunches prints the pooled summary of the launches in paths
+// (LoadLaunches) against the bound within.
+func PoolLaunches(paths []string, within float64, w io.Writer) (LaunchSummary, error) {
+	if !(within > 0) {
+		return LaunchSummary{}, fmt.Errorf("cluster: pool: --within %g: want a positive bound on |error| (0.10: 10%%)", within)
+	}
+	rows, err := LoadLaunches(paths)
+	if err != nil {
+		return LaunchSummary{}, err
+	}
+	s := SummarizeLaunches(rows, within)
+	printLaunchSummary(w, s)
+	return s, nil
 }
 
 // printLaunchSummary prints s after the launches' tables.
@@ -117,4 +245,8 @@ func printLaunchSummary(w io.Writer, s LaunchSummary) {
 	}
 	fmt.Fprintf(w, "over %d launches: median |error| %.1f%%, %d of %d cases within %.0f%%, every query within it in %d of %d launches; median error per query: %s\n",
 		s.Launches, 100*s.MedianAbs, s.Within, s.Cases, 100*s.WithinBound, s.AllWithin, s.Launches, strings.Join(parts, ", "))
+	if sp := s.Spread; sp.Cases > 0 {
+		fmt.Fprintf(w, "the engine's own launch-to-launch spread: each case's engine median predicted by its query's median over the other launches is within %.0f%% in %d of %d cases, every query in %d of %d launches (median |error| %.1f%%)\n",
+			100*s.WithinBound, sp.Within, sp.Cases, sp.AllWithin, s.Launches, 100*sp.MedianAbs)
+	}
 }

@@ -3,7 +3,10 @@ package cluster
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"math"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -43,6 +46,41 @@ func TestSummarizeLaunches(t *testing.T) {
 	}
 }
 
+// TestLaunchSpread predicts four launches' engine medians by the other
+// launches', worked by hand. Each case's runs are {0.9m, m, 1.2m}, so
+// the median of the runs is m (their mean would not be).
+//
+//	q3  medians 1.00 1.02 0.98 1.50: others' medians 1.02 1.00 1.02 1.00
+//	    → +2.0%, −1.96%, +4.08%, −33.3%
+//	q18 medians 2.00 2.60 2.10 2.05: others' medians 2.10 2.05 2.05 2.10
+//	    → +5.0%, −21.2%, −2.38%, +2.44%
+//
+// Within 10%: 6 of 8; launches 1 and 3 have both; the median |error| is
+// (2.439% + 4.082%)/2.
+func TestLaunchSpread(t *testing.T) {
+	runs := func(m float64) []float64 { return []float64{0.9 * m, m, 1.2 * m} }
+	var rows []SimBenchRow
+	q3 := []float64{1.00, 1.02, 0.98, 1.50}
+	q18 := []float64{2.00, 2.60, 2.10, 2.05}
+	for k := range 4 {
+		rows = append(rows, SimBenchRow{Query: "q3", Engine: runs(q3[k]), Launch: k + 1}, SimBenchRow{Query: "q18", Engine: runs(q18[k]), Launch: k + 1})
+	}
+	sp := SummarizeLaunches(rows, 0.10).Spread
+	want := (0.05/2.05 + 0.04/0.98) / 2
+	if sp.Cases != 8 || sp.Within != 6 || sp.AllWithin != 2 || math.Abs(sp.MedianAbs-want) > 1e-9 {
+		t.Errorf("spread %+v: want 8 cases, 6 within, 2 launches all within, median %.6f", sp, want)
+	}
+	var out bytes.Buffer
+	printLaunchSummary(&out, SummarizeLaunches(rows, 0.10))
+	if !strings.Contains(out.String(), "within 10% in 6 of 8 cases, every query in 2 of 4 launches (median |error| 3.3%)") {
+		t.Errorf("summary %q lacks the spread line", out.String())
+	}
+	// Two launches leave one other launch per case: no spread.
+	if two := SummarizeLaunches(rows[:4], 0.10); two.Spread.Cases != 0 {
+		t.Errorf("two launches: spread %+v, want none", two.Spread)
+	}
+}
+
 // TestBenchSimLaunchesRejects: bad counts and bounds fail before anything
 // runs.
 func TestBenchSimLaunchesRejects(t *testing.T) {
@@ -55,5 +93,67 @@ func TestBenchSimLaunchesRejects(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("launches %d within %v: %v, want an error naming %s", c.n, c.within, err, c.want)
 		}
+	}
+}
+
+// TestPoolLaunches pools two files of --json rows: one single launch
+// (Launch 0) and one of two launches, renumbered 1, 2 and 3 in file
+// order; malformed files fail naming themselves.
+func TestPoolLaunches(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	one := write("one.json", `[{"query":"q3","engine_s":[1.0],"error":0.05},{"query":"q9","engine_s":[2.0],"error":-0.02}]`)
+	two := write("two.json", `[{"query":"q3","engine_s":[1.1],"error":0.30,"launch":1},{"query":"q9","engine_s":[2.2],"error":0.01,"launch":1},
+		{"query":"q3","engine_s":[0.9],"error":-0.04,"launch":2},{"query":"q9","engine_s":[1.8],"error":0.12,"launch":2}]`)
+	rows, err := LoadLaunches([]string{one, two})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var launches []int
+	for _, r := range rows {
+		launches = append(launches, r.Launch)
+	}
+	if fmt.Sprint(launches) != "[1 1 2 2 3 3]" {
+		t.Errorf("launches %v, want [1 1 2 2 3 3]", launches)
+	}
+	var out bytes.Buffer
+	s, err := PoolLaunches([]string{one, two}, 0.10, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// |errors| 0.05 0.02 0.30 0.01 0.04 0.12 → median (0.04+0.05)/2;
+	// launch 1 alone has both within. Spread: q3 1.0 1.1 0.9 → others'
+	// medians 1.0, 0.95, 1.05 → 0, −13.6%, +16.7%; q9 likewise (×2).
+	if s.Launches != 3 || s.Within != 4 || s.AllWithin != 1 || math.Abs(s.MedianAbs-0.045) > 1e-12 {
+		t.Errorf("pooled %+v: want 3 launches, 4 within, 1 all within, median 0.045", s)
+	}
+	if s.Spread.Cases != 6 || s.Spread.Within != 2 || s.Spread.AllWithin != 1 {
+		t.Errorf("spread %+v: want 6 cases, 2 within, launch 1 all within", s.Spread)
+	}
+	if !strings.Contains(out.String(), "over 3 launches") || !strings.Contains(out.String(), "launch-to-launch spread") {
+		t.Errorf("output %q", out.String())
+	}
+	for _, c := range []struct {
+		files []string
+		want  string
+	}{
+		{nil, "no files"},
+		{[]string{filepath.Join(dir, "missing.json")}, "missing.json"},
+		{[]string{write("bad.json", `{"query":"q3"}`)}, "bad.json: not bench-sim --json rows"},
+		{[]string{write("empty.json", `[]`)}, "empty.json: no rows"},
+		{[]string{one, write("noruns.json", `[{"query":"q3","error":0.1}]`)}, "noruns.json: row 1 has no query or no timed runs"},
+	} {
+		if _, err := PoolLaunches(c.files, 0.10, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("files %v: %v, want an error naming %q", c.files, err, c.want)
+		}
+	}
+	if _, err := PoolLaunches([]string{one}, 0, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--within 0") {
+		t.Errorf("--within 0: %v", err)
 	}
 }
