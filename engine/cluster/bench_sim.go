@@ -113,6 +113,11 @@ type SimBenchRow struct {
 	// given; 1 and 0: none).
 	Colocation float64 `json:"colocation"`
 	NetCPUCost float64 `json:"net_cpu_cost"`
+	// ColocationRatios are the co-location measurement's rounds, each
+	// together / alone (Colocation is their median), so that a launch's
+	// rows can be re-priced offline with another estimator; empty when
+	// --colocation gave it.
+	ColocationRatios []float64 `json:"colocation_ratios,omitempty"`
 	// Launch numbers the launch of BenchSimLaunches the row comes from
 	// (from 1; 0: a single launch).
 	Launch int `json:"launch,omitempty"`
@@ -323,6 +328,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if err != nil {
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
+	var ratios []float64
 	if o.Colocation == 0 {
 		fmt.Fprintf(log, "bench-sim: measuring co-location, %d rounds of 1 and %d processes (about %v)\n", o.ColocationRounds, o.Nodes, (2 * time.Duration(o.ColocationRounds) * o.ColocationDuration).Round(time.Second))
 		c, err := MeasureColocation(ctx, ColocationOptions{Exe: o.Exe, Nodes: o.Nodes, Duration: o.ColocationDuration, Rounds: o.ColocationRounds, Threads: o.Devices})
@@ -332,6 +338,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		fmt.Fprintf(w, "co-location: %d processes of %d kernel loops did %.3f of one process's work on every core (median of %d rounds' ratios, %s; %.1f vs %.1f iterations/s)\n",
 			o.Nodes, o.Devices, c.Efficiency, len(c.Alone), roundRange(c), stats.Median(c.Together), stats.Median(c.Alone))
 		o.Colocation = min(c.Efficiency, 1)
+		ratios = roundRatios(c)
 	}
 	if o.NetCPUCost == 0 {
 		d := o.NetCPUDuration
@@ -405,6 +412,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		}
 		row := simBenchRow(q, times[q], sec, sent[q])
 		row.Colocation, row.NetCPUCost = o.Colocation, max(o.NetCPUCost, 0)
+		row.ColocationRatios = ratios
 		if o.RescaleCPU {
 			if row.SimUnscaled, err = simMakespan(ctx, o, q, 0); err != nil {
 				return rows, err
@@ -454,17 +462,23 @@ func costRange(c []float64) string {
 // round's together/alone ratio. The simulated times scale with the
 // efficiency, so this spread is the simulated side's own noise.
 func roundRange(c ColocationResult) string {
-	lo, hi := math.Inf(1), math.Inf(-1)
-	for i := range min(len(c.Alone), len(c.Together)) {
-		if c.Alone[i] > 0 {
-			r := c.Together[i] / c.Alone[i]
-			lo, hi = min(lo, r), max(hi, r)
-		}
-	}
-	if lo > hi {
+	r := roundRatios(c)
+	if len(r) == 0 {
 		return "n/a"
 	}
-	return fmt.Sprintf("%.3f–%.3f", lo, hi)
+	return fmt.Sprintf("%.3f–%.3f", slices.Min(r), slices.Max(r))
+}
+
+// roundRatios are each round's together / alone, rounds whose process
+// alone made no progress left out.
+func roundRatios(c ColocationResult) []float64 {
+	var r []float64
+	for i := range min(len(c.Alone), len(c.Together)) {
+		if c.Alone[i] > 0 {
+			r = append(r, c.Together[i]/c.Alone[i])
+		}
+	}
+	return r
 }
 
 // printSimBench writes BenchSim's table.

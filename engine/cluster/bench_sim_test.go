@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"math"
 	"os"
@@ -228,6 +229,12 @@ func TestRoundRange(t *testing.T) {
 	}
 	if got := roundRange(ColocationResult{}); got != "n/a" {
 		t.Errorf("no rounds: %q", got)
+	}
+	// The rows carry every round's ratio; a round without progress alone
+	// has none.
+	c.Alone, c.Together = append(c.Alone, 0), append(c.Together, 5)
+	if got := fmt.Sprint(roundRatios(c)); got != "[0.6 0.5 0.75]" {
+		t.Errorf("ratios %s, want [0.6 0.5 0.75]", got)
 	}
 }
 
