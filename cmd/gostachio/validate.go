@@ -10,7 +10,7 @@ import (
 	"gostachio/calibrate"
 )
 
-func init() { commands = append(commands, newValidateCmd) }
+func init() { commands = append(commands, newValidateCmd, newValidateSpreadCmd) }
 
 func newValidateCmd(g *globals) *cobra.Command {
 	var o calibrate.ValidateOptions
@@ -91,5 +91,39 @@ engine and sim rows to OUT/results.csv and draws OUT/sim-vs-engine.{png,svg}.`,
 	f.StringVar(&compare, "compare", "", "more profiles (comma-separated) priced against the same engine runs: a model A/B on one set of measurements")
 	f.IntVar(&o.GPUOrdinal, "gpu", 0, "run the engine's GPU backend on this CUDA device (as query --gpu), against a profile from calibrate --micro --gpu")
 	_ = cmd.MarkFlagRequired("data")
+	return cmd
+}
+
+func newValidateSpreadCmd(g *globals) *cobra.Command {
+	o := calibrate.SpreadOptions{MedianTarget: 0.05, MaxTarget: 0.15}
+	cmd := &cobra.Command{
+		Use:   "validate-spread DIR DIR DIR...",
+		Short: "How well the engine predicts itself across validations (the floor under validate's error)",
+		Long: `Reads the engine rows of three or more validations (validate --out folders; a
+folder holding several appended validations counts as one per start time) and
+predicts each validation's case medians by the median of the other
+validations' medians: the error a model that knew the other runs exactly would
+have. It prints per validation the median, P90 and max |error| and the bias,
+how many meet --median-target and --max-target, and the same figures for every
+ordered pair of validations (one predicting another). Only the cases all
+validations ran are compared. On a shared machine the engine's medians move
+between runs hours apart; validate's error is to be read against this floor.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, dirs []string) error {
+			o.Dirs = dirs
+			rep, err := calibrate.EngineSpread(o)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				enc := json.NewEncoder(c.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			return rep.WriteText(c.OutOrStdout())
+		},
+	}
+	cmd.Flags().Float64Var(&o.MedianTarget, "median-target", 0.05, "bound on a validation's median |error| (issue 7: 0.05)")
+	cmd.Flags().Float64Var(&o.MaxTarget, "max-target", 0.15, "bound on a validation's max |error| (issue 7: 0.15)")
 	return cmd
 }

@@ -1,0 +1,235 @@
+package calibrate
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"gostachio/experiments"
+	"gostachio/internal/stats"
+)
+
+// How far the engine is from itself. A validation compares the simulator
+// with engine runs made in one stretch of minutes; on a shared VM the
+// same engine code measured hours apart moves by more than the issue's
+// targets, and no model priced once can follow that. EngineSpread reads
+// the engine rows of several validations (their --out folders) and
+// predicts each validation's case medians by the other validations'
+// medians: the error a perfect model of the other runs would have. It is
+// the floor against which a validation's error is to be read.
+
+// SpreadOptions configure EngineSpread.
+type SpreadOptions struct {
+	// Dirs are validate --out folders (or results.csv files). A folder
+	// holding several validations (validate appends) gives one run per
+	// validation, told apart by their start times.
+	Dirs []string
+	// MedianTarget and MaxTarget are the bounds each run's prediction is
+	// checked against (issue 7: 0.05 and 0.15).
+	MedianTarget, MaxTarget float64
+}
+
+// RunSpread is one validation predicted by the others.
+type RunSpread struct {
+	Run     string `json:"run"`
+	Started string `json:"started"`
+	Cases   int    `json:"cases"`
+	// MedianAbs, P90Abs and MaxAbs summarize |m̂ − m| / m over the cases,
+	// m the run's median seconds of a case and m̂ the median of the other
+	// runs' medians of it; MaxCase names the case of MaxAbs.
+	MedianAbs float64 `json:"median_abs_error"`
+	P90Abs    float64 `json:"p90_abs_error"`
+	MaxAbs    float64 `json:"max_abs_error"`
+	MaxCase   string  `json:"max_case"`
+	// Bias is the mean of (m̂ − m) / m.
+	Bias float64 `json:"bias"`
+}
+
+// SpreadReport is EngineSpread's result.
+type SpreadReport struct {
+	Runs []RunSpread `json:"runs"`
+	// Cases are the cases every run has (the only ones compared).
+	Cases int `json:"common_cases"`
+	// Pairs counts the ordered pairs of runs (one predicting the other
+	// alone); PairMedian and PairMax are the least, median and largest of
+	// their median and max |error|; PairsMedianMet and PairsMaxMet how
+	// many pairs meet MedianTarget and MaxTarget.
+	Pairs          int        `json:"pairs"`
+	PairMedian     [3]float64 `json:"pair_median_abs_error_min_median_max"`
+	PairMax        [3]float64 `json:"pair_max_abs_error_min_median_max"`
+	PairsMedianMet int        `json:"pairs_median_met"`
+	PairsMaxMet    int        `json:"pairs_max_met"`
+	MedianTarget   float64    `json:"median_target"`
+	MaxTarget      float64    `json:"max_target"`
+}
+
+// spreadRun is one validation's engine medians by case.
+type spreadRun struct {
+	name, started string
+	medians       map[string]float64
+}
+
+// EngineSpread reads the validations in o.Dirs and predicts each one's
+// engine medians by the others' (see SpreadOptions). It needs at least
+// three runs (so that the others have a median), engine rows in every
+// folder and cases common to all; targets must be positive.
+func EngineSpread(o SpreadOptions) (*SpreadReport, error) {
+	if !(o.MedianTarget > 0) || !(o.MaxTarget > 0) {
+		return nil, fmt.Errorf("calibrate: spread: targets %g and %g: want positive bounds (0.05, 0.15)", o.MedianTarget, o.MaxTarget)
+	}
+	var runs []spreadRun
+	for _, d := range o.Dirs {
+		rs, err := readSpreadRuns(d)
+		if err != nil {
+			return nil, err
+		}
+		runs = append(runs, rs...)
+	}
+	if len(runs) < 3 {
+		return nil, fmt.Errorf("calibrate: spread: %d validations in %s: need 3 or more (each predicted by the median of the others)", len(runs), strings.Join(o.Dirs, ", "))
+	}
+	var common []string
+	for k := range runs[0].medians {
+		in := true
+		for _, r := range runs[1:] {
+			if _, ok := r.medians[k]; !ok {
+				in = false
+				break
+			}
+		}
+		if in {
+			common = append(common, k)
+		}
+	}
+	if len(common) == 0 {
+		return nil, fmt.Errorf("calibrate: spread: the validations share no case (query, policy, knob set, nodes, scale factor)")
+	}
+	sort.Strings(common)
+	rep := &SpreadReport{Cases: len(common), MedianTarget: o.MedianTarget, MaxTarget: o.MaxTarget}
+	for i, r := range runs {
+		errs := make([]float64, len(common))
+		for c, k := range common {
+			var others []float64
+			for j, q := range runs {
+				if j != i {
+					others = append(others, q.medians[k])
+				}
+			}
+			errs[c] = (stats.Median(others) - r.medians[k]) / r.medians[k]
+		}
+		rs := summarizeSpread(errs, common)
+		rs.Run, rs.Started = r.name, r.started
+		rep.Runs = append(rep.Runs, rs)
+	}
+	var meds, maxs []float64
+	for i, a := range runs {
+		for j, b := range runs {
+			if i == j {
+				continue
+			}
+			errs := make([]float64, len(common))
+			for c, k := range common {
+				errs[c] = (a.medians[k] - b.medians[k]) / b.medians[k]
+			}
+			s := summarizeSpread(errs, common)
+			meds, maxs = append(meds, s.MedianAbs), append(maxs, s.MaxAbs)
+			if s.MedianAbs <= o.MedianTarget {
+				rep.PairsMedianMet++
+			}
+			if s.MaxAbs <= o.MaxTarget {
+				rep.PairsMaxMet++
+			}
+		}
+	}
+	rep.Pairs = len(meds)
+	rep.PairMedian = [3]float64{slices.Min(meds), stats.Median(meds), slices.Max(meds)}
+	rep.PairMax = [3]float64{slices.Min(maxs), stats.Median(maxs), slices.Max(maxs)}
+	return rep, nil
+}
+
+// summarizeSpread is RunSpread's figures over signed errors errs of the
+// cases named by keys.
+func summarizeSpread(errs []float64, keys []string) RunSpread {
+	abs := make([]float64, len(errs))
+	var s RunSpread
+	var sum float64
+	for i, e := range errs {
+		abs[i] = math.Abs(e)
+		sum += e
+		if abs[i] > s.MaxAbs {
+			s.MaxAbs, s.MaxCase = abs[i], keys[i]
+		}
+	}
+	sorted := slices.Sorted(slices.Values(abs))
+	s.Cases = len(errs)
+	s.MedianAbs = stats.Median(abs)
+	s.P90Abs = quantile(sorted, 0.9)
+	s.Bias = sum / float64(len(errs))
+	return s
+}
+
+// readSpreadRuns reads the engine rows of one folder, one run per
+// validation start time, each case's median seconds.
+func readSpreadRuns(dir string) ([]spreadRun, error) {
+	rows, err := experiments.ReadResults(dir)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: spread: %w", err)
+	}
+	secs := map[string]map[string][]float64{}
+	var starts []string
+	for _, r := range rows {
+		if r.Backend != "engine" {
+			continue
+		}
+		if !(r.Seconds > 0) {
+			return nil, fmt.Errorf("calibrate: spread: %s: engine row %s has %g seconds", dir, r.Key, r.Seconds)
+		}
+		byCase, ok := secs[r.Started]
+		if !ok {
+			byCase = map[string][]float64{}
+			secs[r.Started] = byCase
+			starts = append(starts, r.Started)
+		}
+		k := fmt.Sprintf("%s %s %s nodes=%d sf=%g", r.Query, r.Policy, r.Set, r.Nodes, r.SF)
+		byCase[k] = append(byCase[k], r.Seconds)
+	}
+	if len(starts) == 0 {
+		return nil, fmt.Errorf("calibrate: spread: %s: no engine rows (a validate --out folder?)", dir)
+	}
+	sort.Strings(starts)
+	var out []spreadRun
+	for _, st := range starts {
+		name := dir
+		if len(starts) > 1 {
+			name = dir + "@" + st
+		}
+		m := map[string]float64{}
+		for k, v := range secs[st] {
+			m[k] = stats.Median(v)
+		}
+		out = append(out, spreadRun{name: name, started: st, medians: m})
+	}
+	return out, nil
+}
+
+// WriteText prints one line per run and the pairs' summary.
+func (r *SpreadReport) WriteText(w io.Writer) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%d validations, %d cases in common; each run's engine medians predicted by the median of the other runs':\n", len(r.Runs), r.Cases)
+	fmt.Fprintf(&b, "%-40s %-22s %8s %8s %8s %8s  %s\n", "run", "started", "median", "P90", "max", "bias", "max case")
+	met := 0
+	for _, s := range r.Runs {
+		fmt.Fprintf(&b, "%-40s %-22s %7.1f%% %7.1f%% %7.1f%% %+7.1f%%  %s\n", s.Run, s.Started, 100*s.MedianAbs, 100*s.P90Abs, 100*s.MaxAbs, 100*s.Bias, s.MaxCase)
+		if s.MedianAbs <= r.MedianTarget && s.MaxAbs <= r.MaxTarget {
+			met++
+		}
+	}
+	fmt.Fprintf(&b, "targets (median <= %.0f%%, max <= %.0f%%) met by the other runs' medians in %d of %d runs\n", 100*r.MedianTarget, 100*r.MaxTarget, met, len(r.Runs))
+	fmt.Fprintf(&b, "one run predicting another (%d ordered pairs): median |error| %.1f%% / %.1f%% / %.1f%% (least / median / largest), max |error| %.1f%% / %.1f%% / %.1f%%; median target met by %d pairs, max target by %d\n",
+		r.Pairs, 100*r.PairMedian[0], 100*r.PairMedian[1], 100*r.PairMedian[2], 100*r.PairMax[0], 100*r.PairMax[1], 100*r.PairMax[2], r.PairsMedianMet, r.PairsMaxMet)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
