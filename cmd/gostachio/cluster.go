@@ -238,7 +238,7 @@ the rows of separate runs.`,
 	f.DurationVar(&o.Latency, "latency", 15*time.Microsecond, "simulated NIC latency when the delay is not emulated (0: the --link delay)")
 	f.Float64Var(&o.Colocation, "colocation", 0, "share of the cores' single-process speed the workers get together (0: measure it first; 1: none lost)")
 	f.DurationVar(&o.ColocationDuration, "colocation-duration", time.Second, "length of each co-location measurement")
-	f.IntVar(&o.ColocationRounds, "colocation-rounds", 6, "co-location rounds, each one process and then --nodes processes (their ratios' median counts)")
+	f.IntVar(&o.ColocationRounds, "colocation-rounds", cluster.DefaultColocationRounds, "co-location rounds, each one process and then --nodes processes (their ratios' median counts)")
 	f.Float64Var(&o.NetCPUCost, "net-cpu-cost", 0, "ns of a core the network stack spends per byte at each end (0: measure it first on --link; negative: none)")
 	f.DurationVar(&o.NetCPUDuration, "net-cpu-duration", 3*time.Second, "length of the network CPU measurement's long runs (the short ones run a third of it)")
 	f.IntVar(&launches, "launches", 1, "whole measurements to run and pool (each its own seed, profile, co-location and network cost)")
