@@ -64,8 +64,8 @@ type SimBenchOptions struct {
 	Colocation float64
 	// ColocationDuration and ColocationRounds size that measurement
 	// (0: 1 s and 18 rounds). Rounds of one launch spread from 0.45 to
-	// 0.95 here; on 8 launches the median of 18 put 26 of 32 cases within
-	// 10% where the median of their first 6 put 17 (README, issue 9).
+	// 0.95 here; on 12 launches the median of 18 put 35 of 48 cases within
+	// 10% where the median of their first 6 put 25 (README, issue 9).
 	ColocationDuration time.Duration
 	ColocationRounds   int
 	// NetCPUCost is what the network stack takes from the cores, ns of
