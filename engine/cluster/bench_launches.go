@@ -77,10 +77,9 @@ type LaunchSummary struct {
 	// Spread is the same count for the best predictor that does not see
 	// the launch: each case's engine median predicted by the median of
 	// the same query's engine medians in the other launches (leave one
-	// out). Its errors are the engine's own launch-to-launch spread, so
-	// they bound what any simulator priced once for all launches can
-	// reach on this machine. Computed from 3 launches on (Spread.Cases 0
-	// before).
+	// out). Its errors are the engine's own launch-to-launch spread: what
+	// a prediction blind to a launch's own conditions is up against on
+	// this machine. Computed from 3 launches on (Spread.Cases 0 before).
 	Spread SpreadSummary `json:"engine_spread"`
 }
 
