@@ -15,6 +15,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"gostachio/internal/units"
 )
 
 // An emulated cluster network (`gostachio cluster --netns`): one Linux
@@ -38,19 +40,51 @@ type Link struct {
 	// between two workers crosses two veths, so its one-way latency grows
 	// by 2*Delay.
 	Delay time.Duration
+	// Queue is the bytes each shaped veth end holds waiting for the rate
+	// (tbf's limit): the emulated switch port's buffer. 0: 20 ms at the
+	// rate (250 KB at 100 Mbit/s, 2.5 MB at 1 Gbit/s). A queue smaller
+	// than the windows of the flows converging on a port drops packets,
+	// and TCP then shares the port unevenly: three streams into one
+	// 100 Mbit/s port under the 250 KB default moved 9.7, 1.5 and 1.0 MB/s
+	// with 400–1100 retransmissions each, under 2.5 MB 3.5, 3.5 and 5.0
+	// MB/s with none (README, issue 9). The simulator's links share
+	// max-min fairly and lose nothing, as the paper's RDMA fabric does.
+	Queue int64
 }
 
-// ParseLink parses "RATE[,DELAY]": "10Gbit,50us", "1Gbit", "100Mbit,1ms"
-// (rates in bit/s with k, M, G, T prefixes of 1000 and an optional
-// "bit"/"bps" suffix; a delay as time.ParseDuration reads it). "" is an
-// unshaped link.
+// ParseLink parses "RATE[,DELAY][,queue=SIZE]": "10Gbit,50us", "1Gbit",
+// "100Mbit,1ms", "100Mbit,queue=2.5MB" (rates in bit/s with k, M, G, T
+// prefixes of 1000 and an optional "bit"/"bps" suffix; a delay as
+// time.ParseDuration reads it; a queue as units.ParseBytes does, at least
+// the tbf bucket's 128 KiB). "" is an unshaped link.
 func ParseLink(s string) (Link, error) {
 	var l Link
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return l, nil
 	}
-	rate, delay, hasDelay := strings.Cut(s, ",")
+	fields := strings.Split(s, ",")
+	rate := fields[0]
+	var delay string
+	hasDelay := false
+	for _, f := range fields[1:] {
+		f = strings.TrimSpace(f)
+		if q, ok := strings.CutPrefix(strings.ToLower(f), "queue="); ok {
+			if l.Queue != 0 {
+				return l, fmt.Errorf("cluster: --link %q: more than one queue", s)
+			}
+			n, err := units.ParseBytes(q)
+			if err != nil || n < minQueue {
+				return l, fmt.Errorf("cluster: --link %q: queue %q is not a byte size of at least 128KiB (e.g. queue=2.5MB)", s, q)
+			}
+			l.Queue = n
+			continue
+		}
+		if hasDelay {
+			return l, fmt.Errorf("cluster: --link %q: more than one delay (want RATE[,DELAY][,queue=SIZE])", s)
+		}
+		delay, hasDelay = f, true
+	}
 	r := strings.ToLower(strings.TrimSpace(rate))
 	r = strings.TrimSuffix(strings.TrimSuffix(r, "bit"), "bps")
 	mult := int64(1)
@@ -88,6 +122,9 @@ func (l Link) String() string {
 	s := formatRate(l.Rate)
 	if l.Delay > 0 {
 		s += "," + l.Delay.String()
+	}
+	if l.Queue > 0 {
+		s += ",queue=" + units.FormatBytes(l.Queue)
 	}
 	return s
 }
@@ -274,11 +311,18 @@ func (n *Netns) shape(ns, dev string) error {
 	}
 	// The bucket holds 1 ms at the rate, and at least two 64 KiB GSO
 	// segments (veths pass segments of up to 64 KiB: a smaller bucket would
-	// make tbf split or drop them); the queue holds 20 ms.
-	burst := max(l.Rate/8/1000, 128<<10)
-	return tc("qdisc", "add", "dev", dev, "root", "tbf", "rate", formatRate(l.Rate),
-		"burst", strconv.FormatInt(burst, 10), "latency", "20ms")
+	// make tbf split or drop them); the queue holds 20 ms, or l.Queue.
+	burst := max(l.Rate/8/1000, minQueue)
+	args := []string{"qdisc", "add", "dev", dev, "root", "tbf", "rate", formatRate(l.Rate), "burst", strconv.FormatInt(burst, 10)}
+	if l.Queue > 0 {
+		return tc(append(args, "limit", strconv.FormatInt(l.Queue, 10))...)
+	}
+	return tc(append(args, "latency", "20ms")...)
 }
+
+// minQueue is the least tbf bucket, and so the least queue a link may
+// ask for: two 64 KiB GSO segments.
+const minQueue = 128 << 10
 
 // NetnsTCPSysctl is set in every namespace of an emulated cluster. By
 // default Linux restarts a TCP connection that was idle for a

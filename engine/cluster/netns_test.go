@@ -31,13 +31,16 @@ func TestParseLink(t *testing.T) {
 		{"500Mbit, 1ms", Link{Rate: 500e6, Delay: time.Millisecond}, "500Mbit,1ms"},
 		{"2.5G", Link{Rate: 2.5e9}, "2500Mbit"},
 		{"100kbps", Link{Rate: 100e3}, "100Kbit"},
+		{"100Mbit,queue=2.5MB", Link{Rate: 100e6, Queue: 2500000}, "100Mbit,queue=2.384MiB"},
+		{"1Gbit, QUEUE=4MiB, 50us", Link{Rate: 1e9, Delay: 50 * time.Microsecond, Queue: 4 << 20}, "1Gbit,50µs,queue=4MiB"},
 	} {
 		got, err := ParseLink(c.in)
 		if err != nil || got != c.want || got.String() != c.str {
 			t.Errorf("ParseLink(%q) = %+v (%q), %v; want %+v (%q)", c.in, got, got.String(), err, c.want, c.str)
 		}
 	}
-	for _, bad := range []string{"fast", "0Gbit", "1Gbit,soon", "1Gbit,-1ms", "7bit"} {
+	for _, bad := range []string{"fast", "0Gbit", "1Gbit,soon", "1Gbit,-1ms", "7bit",
+		"1Gbit,queue=64KiB", "1Gbit,queue=lots", "1Gbit,1ms,2ms", "1Gbit,queue=1MiB,queue=2MiB"} {
 		if _, err := ParseLink(bad); err == nil {
 			t.Errorf("ParseLink(%q): no error", bad)
 		}
@@ -462,5 +465,33 @@ func TestNetnsTCPSettings(t *testing.T) {
 	}
 	if now, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_slow_start_after_idle"); string(now) != string(root) {
 		t.Errorf("the root namespace's setting changed: %q → %q", root, now)
+	}
+}
+
+// TestNetnsQueue: a link's queue= sets each shaped veth's tbf limit (tc
+// shows it as the latency it adds at the rate: 4 MiB less the 128 KiB
+// bucket at 100 Mbit/s is 325 ms), and without it the queue holds 20 ms.
+func TestNetnsQueue(t *testing.T) {
+	needNetns(t)
+	for _, c := range []struct {
+		link Link
+		want string
+	}{
+		{Link{Rate: 100e6, Queue: 4 << 20}, "lat 325ms"},
+		{Link{Rate: 100e6}, "lat 20ms"},
+	} {
+		id, err := NewNetnsID()
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, err := NewNetns(id, 2, c.link)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, err := exec.Command("tc", "qdisc", "show", "dev", n.HostVeths[0]).CombinedOutput()
+		n.Close()
+		if err != nil || !strings.Contains(string(out), "tbf") || !strings.Contains(string(out), c.want) {
+			t.Errorf("%v: host veth's qdisc %q (%v), want a tbf with %q", c.link, out, err, c.want)
+		}
 	}
 }
