@@ -183,13 +183,17 @@ func launchSpread(rows []SimBenchRow, within float64) SpreadSummary {
 // launch number of its own, in file order (a file's single launch, Launch
 // 0, counts as one). A file that is unreadable, not such a list, or holds
 // a row without a query or timed runs is an error naming it; a file with
-// no rows is one too, since pooling it would count nothing.
+// no rows is one too, since pooling it would count nothing. Rows of
+// different configurations (link, nodes, devices; rows written before
+// those were recorded carry none and pool with any) are an error naming
+// both files: their errors do not estimate one thing.
 func LoadLaunches(paths []string) ([]SimBenchRow, error) {
 	if len(paths) == 0 {
 		return nil, fmt.Errorf("cluster: pool: no files of bench-sim --json rows")
 	}
 	var all []SimBenchRow
 	next := 1
+	var config, configFile string
 	for _, p := range paths {
 		raw, err := os.ReadFile(p)
 		if err != nil {
@@ -207,6 +211,14 @@ func LoadLaunches(paths []string) ([]SimBenchRow, error) {
 			r := &rows[i]
 			if r.Query == "" || len(r.Engine) == 0 {
 				return nil, fmt.Errorf("cluster: pool: %s: row %d has no query or no timed runs", p, i+1)
+			}
+			if r.Link != "" {
+				c := fmt.Sprintf("--link %s, %d nodes x %d devices", r.Link, r.Nodes, r.Devices)
+				if config == "" {
+					config, configFile = c, p
+				} else if c != config {
+					return nil, fmt.Errorf("cluster: pool: %s (%s) and %s (%s) ran different clusters; pool each on its own", configFile, config, p, c)
+				}
 			}
 			k, ok := renumber[r.Launch]
 			if !ok {

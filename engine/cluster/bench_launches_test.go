@@ -148,10 +148,19 @@ func TestPoolLaunches(t *testing.T) {
 		{[]string{write("bad.json", `{"query":"q3"}`)}, "bad.json: not bench-sim --json rows"},
 		{[]string{write("empty.json", `[]`)}, "empty.json: no rows"},
 		{[]string{one, write("noruns.json", `[{"query":"q3","error":0.1}]`)}, "noruns.json: row 1 has no query or no timed runs"},
+		{[]string{write("g1.json", `[{"query":"q3","engine_s":[1],"link":"1Gbit","nodes":4,"devices":1}]`), one,
+			write("m100.json", `[{"query":"q3","engine_s":[1],"link":"100Mbit","nodes":4,"devices":1}]`)}, "g1.json (--link 1Gbit, 4 nodes x 1 devices) and " + filepath.Join(dir, "m100.json") + " (--link 100Mbit"},
 	} {
 		if _, err := PoolLaunches(c.files, 0.10, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("files %v: %v, want an error naming %q", c.files, err, c.want)
 		}
+	}
+	// The same configuration in two files (and a file from before it was
+	// recorded) pools.
+	same := []string{write("a1.json", `[{"query":"q3","engine_s":[1],"link":"1Gbit","nodes":4,"devices":1}]`), one,
+		write("a2.json", `[{"query":"q3","engine_s":[1.1],"link":"1Gbit","nodes":4,"devices":1}]`)}
+	if rows, err := LoadLaunches(same); err != nil || len(rows) != 4 {
+		t.Errorf("one configuration: %d rows, %v; want 4 rows", len(rows), err)
 	}
 	if _, err := PoolLaunches([]string{one}, 0, &bytes.Buffer{}); err == nil || !strings.Contains(err.Error(), "--within 0") {
 		t.Errorf("--within 0: %v", err)

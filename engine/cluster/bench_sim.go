@@ -128,6 +128,12 @@ type SimBenchRow struct {
 	// Launch numbers the launch of BenchSimLaunches the row comes from
 	// (from 1; 0: a single launch).
 	Launch int `json:"launch,omitempty"`
+	// Link is the --link the cluster ran on (Link.String), Nodes and
+	// Devices its shape, so that pooled rows can be checked to come from
+	// one configuration (LoadLaunches).
+	Link    string `json:"link,omitempty"`
+	Nodes   int    `json:"nodes,omitempty"`
+	Devices int    `json:"devices,omitempty"`
 }
 
 // BenchSimOrder returns the query list of an interleaved launch: rounds
@@ -419,6 +425,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		}
 		row := simBenchRow(q, times[q], sec, sent[q])
 		row.Colocation, row.NetCPUCost = o.Colocation, max(o.NetCPUCost, 0)
+		row.Link, row.Nodes, row.Devices = o.Link.String(), o.Nodes, o.Devices
 		row.ColocationRatios = ratios
 		if o.RescaleCPU {
 			if row.SimUnscaled, err = simMakespan(ctx, o, q, 0); err != nil {
