@@ -46,6 +46,12 @@ type RunSpread struct {
 	MaxCase   string  `json:"max_case"`
 	// Bias is the mean of (m̂ − m) / m.
 	Bias float64 `json:"bias"`
+	// SameRanking counts the queries (of Queries with two or more cases)
+	// whose cases the other runs' medians order exactly as this run's do
+	// (Kendall's τ = 1): validate's ranking target, met by the engine
+	// against itself.
+	SameRanking int `json:"queries_same_ranking"`
+	Queries     int `json:"queries"`
 }
 
 // SpreadReport is EngineSpread's result.
@@ -57,13 +63,16 @@ type SpreadReport struct {
 	// alone); PairMedian and PairMax are the least, median and largest of
 	// their median and max |error|; PairsMedianMet and PairsMaxMet how
 	// many pairs meet MedianTarget and MaxTarget.
-	Pairs          int        `json:"pairs"`
-	PairMedian     [3]float64 `json:"pair_median_abs_error_min_median_max"`
-	PairMax        [3]float64 `json:"pair_max_abs_error_min_median_max"`
-	PairsMedianMet int        `json:"pairs_median_met"`
-	PairsMaxMet    int        `json:"pairs_max_met"`
-	MedianTarget   float64    `json:"median_target"`
-	MaxTarget      float64    `json:"max_target"`
+	// PairSameRanking is the least, median and largest count of queries
+	// two runs rank identically (over unordered pairs).
+	PairSameRanking [3]int     `json:"pair_queries_same_ranking_min_median_max"`
+	Pairs           int        `json:"pairs"`
+	PairMedian      [3]float64 `json:"pair_median_abs_error_min_median_max"`
+	PairMax         [3]float64 `json:"pair_max_abs_error_min_median_max"`
+	PairsMedianMet  int        `json:"pairs_median_met"`
+	PairsMaxMet     int        `json:"pairs_max_met"`
+	MedianTarget    float64    `json:"median_target"`
+	MaxTarget       float64    `json:"max_target"`
 }
 
 // spreadRun is one validation's engine medians by case.
@@ -111,6 +120,8 @@ func EngineSpread(o SpreadOptions) (*SpreadReport, error) {
 	rep := &SpreadReport{Cases: len(common), MedianTarget: o.MedianTarget, MaxTarget: o.MaxTarget}
 	for i, r := range runs {
 		errs := make([]float64, len(common))
+		own := make([]float64, len(common))
+		pred := make([]float64, len(common))
 		for c, k := range common {
 			var others []float64
 			for j, q := range runs {
@@ -118,10 +129,12 @@ func EngineSpread(o SpreadOptions) (*SpreadReport, error) {
 					others = append(others, q.medians[k])
 				}
 			}
-			errs[c] = (stats.Median(others) - r.medians[k]) / r.medians[k]
+			own[c], pred[c] = r.medians[k], stats.Median(others)
+			errs[c] = (pred[c] - own[c]) / own[c]
 		}
 		rs := summarizeSpread(errs, common)
 		rs.Run, rs.Started = r.name, r.started
+		rs.SameRanking, rs.Queries = sameRanking(common, own, pred)
 		rep.Runs = append(rep.Runs, rs)
 	}
 	var meds, maxs []float64
@@ -144,6 +157,18 @@ func EngineSpread(o SpreadOptions) (*SpreadReport, error) {
 			}
 		}
 	}
+	var same []float64
+	for i := range runs {
+		for j := i + 1; j < len(runs); j++ {
+			a, b := make([]float64, len(common)), make([]float64, len(common))
+			for c, k := range common {
+				a[c], b[c] = runs[i].medians[k], runs[j].medians[k]
+			}
+			n, _ := sameRanking(common, a, b)
+			same = append(same, float64(n))
+		}
+	}
+	rep.PairSameRanking = [3]int{int(slices.Min(same)), int(stats.Median(same)), int(slices.Max(same))}
 	rep.Pairs = len(meds)
 	rep.PairMedian = [3]float64{slices.Min(meds), stats.Median(meds), slices.Max(meds)}
 	rep.PairMax = [3]float64{slices.Min(maxs), stats.Median(maxs), slices.Max(maxs)}
@@ -169,6 +194,36 @@ func summarizeSpread(errs []float64, keys []string) RunSpread {
 	s.P90Abs = quantile(sorted, 0.9)
 	s.Bias = sum / float64(len(errs))
 	return s
+}
+
+// sameRanking counts the queries whose cases a and b order alike
+// (KendallTau 1), of the queries with two or more cases among keys (the
+// query is a key's first field).
+func sameRanking(keys []string, a, b []float64) (same, queries int) {
+	byQuery := map[string][]int{}
+	var names []string
+	for i, k := range keys {
+		q, _, _ := strings.Cut(k, " ")
+		if _, ok := byQuery[q]; !ok {
+			names = append(names, q)
+		}
+		byQuery[q] = append(byQuery[q], i)
+	}
+	for _, q := range names {
+		idx := byQuery[q]
+		if len(idx) < 2 {
+			continue
+		}
+		qa, qb := make([]float64, len(idx)), make([]float64, len(idx))
+		for j, i := range idx {
+			qa[j], qb[j] = a[i], b[i]
+		}
+		queries++
+		if KendallTau(qa, qb) == 1 {
+			same++
+		}
+	}
+	return same, queries
 }
 
 // readSpreadRuns reads the engine rows of one folder, one run per
@@ -219,10 +274,10 @@ func readSpreadRuns(dir string) ([]spreadRun, error) {
 func (r *SpreadReport) WriteText(w io.Writer) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d validations, %d cases in common; each run's engine medians predicted by the median of the other runs':\n", len(r.Runs), r.Cases)
-	fmt.Fprintf(&b, "%-40s %-22s %8s %8s %8s %8s  %s\n", "run", "started", "median", "P90", "max", "bias", "max case")
+	fmt.Fprintf(&b, "%-40s %-22s %8s %8s %8s %8s %8s  %s\n", "run", "started", "median", "P90", "max", "bias", "τ = 1", "max case")
 	met := 0
 	for _, s := range r.Runs {
-		fmt.Fprintf(&b, "%-40s %-22s %7.1f%% %7.1f%% %7.1f%% %+7.1f%%  %s\n", s.Run, s.Started, 100*s.MedianAbs, 100*s.P90Abs, 100*s.MaxAbs, 100*s.Bias, s.MaxCase)
+		fmt.Fprintf(&b, "%-40s %-22s %7.1f%% %7.1f%% %7.1f%% %+7.1f%% %8s  %s\n", s.Run, s.Started, 100*s.MedianAbs, 100*s.P90Abs, 100*s.MaxAbs, 100*s.Bias, fmt.Sprintf("%d/%d", s.SameRanking, s.Queries), s.MaxCase)
 		if s.MedianAbs <= r.MedianTarget && s.MaxAbs <= r.MaxTarget {
 			met++
 		}
@@ -230,6 +285,7 @@ func (r *SpreadReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(&b, "targets (median <= %.0f%%, max <= %.0f%%) met by the other runs' medians in %d of %d runs\n", 100*r.MedianTarget, 100*r.MaxTarget, met, len(r.Runs))
 	fmt.Fprintf(&b, "one run predicting another (%d ordered pairs): median |error| %.1f%% / %.1f%% / %.1f%% (least / median / largest), max |error| %.1f%% / %.1f%% / %.1f%%; median target met by %d pairs, max target by %d\n",
 		r.Pairs, 100*r.PairMedian[0], 100*r.PairMedian[1], 100*r.PairMedian[2], 100*r.PairMax[0], 100*r.PairMax[1], 100*r.PairMax[2], r.PairsMedianMet, r.PairsMaxMet)
+	fmt.Fprintf(&b, "queries whose cases two runs order alike (τ = 1): %d / %d / %d (least / median / largest over pairs)\n", r.PairSameRanking[0], r.PairSameRanking[1], r.PairSameRanking[2])
 	_, err := io.WriteString(w, b.String())
 	return err
 }

@@ -134,3 +134,20 @@ func TestEngineSpreadRejects(t *testing.T) {
 		}
 	}
 }
+
+// TestSameRanking counts the queries of two or more cases whose cases a
+// and b order alike: q1's two cases keep their order, q6's swap, q9 has
+// one case (not counted); a tie in b is no longer the same order.
+func TestSameRanking(t *testing.T) {
+	keys := []string{"q1 serial chunk=16MiB", "q1 overlap chunk=16MiB", "q6 serial chunk=16MiB", "q6 overlap chunk=16MiB", "q9 serial chunk=16MiB"}
+	a := []float64{1, 2, 3, 4, 5}
+	if same, n := sameRanking(keys, a, []float64{1.5, 2.5, 4, 3, 9}); same != 1 || n != 2 {
+		t.Errorf("same %d of %d, want 1 of 2", same, n)
+	}
+	if same, n := sameRanking(keys, a, []float64{2, 2, 3, 4, 9}); same != 1 || n != 2 {
+		t.Errorf("tie in q1, q6 kept: same %d of %d, want 1 of 2", same, n)
+	}
+	if same, _ := sameRanking(keys, a, a); same != 2 {
+		t.Errorf("a against itself: %d, want 2", same)
+	}
+}
