@@ -10,6 +10,7 @@
 #   gpubench.json  gostachio gpu bench at SF1
 #   torch.json     the PyTorch peer at SF1 (SKIP_TORCH=1: not run)
 #   profile/       calibrate --micro --gpu 0: the GPU backend's profile and samples
+#                  (PROFILE_NAME: its name; default gpu-calibrated)
 #   validate/      validate --gpu 0 of Q1 and Q6 with it (results.csv, figure, report);
 #                  validate2/ a second one (another seed's order of the runs)
 #   sf10/          SF10=1: Q1 and Q6 at SF10 on the GPU, the CPU engine and PyTorch
@@ -68,7 +69,7 @@ echo "   exit $?" | tee -a "$LOG"
 
 step "calibrate --micro --gpu 0 (micro-benchmarks only)"
 mkdir -p "$OUT/profile" "$OUT/validate"
-run 300 "$CARRY/gostachio" calibrate --micro --gpu 0 --data "$DATA" --name gpu-calibrated --out "$OUT/profile/gpu-calibrated.yaml"
+run 300 "$CARRY/gostachio" calibrate --micro --gpu 0 --data "$DATA" --name "${PROFILE_NAME:-gpu-calibrated}" --out "$OUT/profile/gpu-calibrated.yaml"
 
 step "validate --gpu 0: the simulator with that profile against the GPU backend"
 if [ -f "$OUT/profile/gpu-calibrated.yaml" ]; then
