@@ -80,6 +80,9 @@ type ValidateOptions struct {
 	// gpu_scans_only); the engine runs as many devices as the profile.
 	UseGPU     bool
 	GPUOrdinal int
+	// GPUHybrid runs, with UseGPU, the scan pipelines the GPU path cannot
+	// run on the host (engine.PlaceGPU), in the engine and the simulator.
+	GPUHybrid bool
 	// Log receives progress and warnings (nil: discarded).
 	Log io.Writer
 }
@@ -330,13 +333,13 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	// Simulator: deterministic, once per case (and once more without the
 	// profiled operators, if the profile has any); before the engine, so
 	// that a profile the simulator rejects fails in seconds.
-	if err := simulateCases(ctx, cases, prof, sf, tables); err != nil {
+	if err := simulateCases(ctx, cases, prof, sf, tables, opts.UseGPU && opts.GPUHybrid); err != nil {
 		return nil, err
 	}
 	otherCases := make([][]Case, len(others))
 	for i, p := range others {
 		otherCases[i] = slices.Clone(cases)
-		if err := simulateCases(ctx, otherCases[i], p, sf, tables); err != nil {
+		if err := simulateCases(ctx, otherCases[i], p, sf, tables, opts.UseGPU && opts.GPUHybrid); err != nil {
 			return nil, err
 		}
 	}
@@ -356,7 +359,7 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 			return nil, fmt.Errorf("calibrate: validate --gpu %d: %w", opts.GPUOrdinal, err)
 		}
 		defer unpin()
-		base.GPU, base.Devices, base.Allocator = dev, prof.Node.GPUs, pool
+		base.GPU, base.Devices, base.Allocator, base.GPUHybrid = dev, prof.Node.GPUs, pool, opts.GPUHybrid
 	}
 	reader, err := engine.OpenSession(ctx, ds, base)
 	if err != nil {
@@ -409,7 +412,7 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 		if !opts.UseGPU {
 			scaled.GPU = p.GPU.Slowed(cpu.Ratio) // a CPU profile's "GPU" is the host too
 		}
-		return cpu, simulateCases(ctx, cases, &scaled, sf, tables)
+		return cpu, simulateCases(ctx, cases, &scaled, sf, tables, opts.UseGPU && opts.GPUHybrid)
 	}
 	if len(refs) > 0 {
 		cpu, err := rescale(prof, cases)
@@ -442,7 +445,9 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 
 // simulateCases sets every case's Sim from prof and, if prof has
 // profiled operators, its SimKinds from prof without them.
-func simulateCases(ctx context.Context, cases []Case, prof *sim.Profile, sf float64, tables []plan.TableStats) error {
+// simulateCases prices cases with prof (and with its kinds only); hybrid
+// places the scan pipelines as a hybrid GPU run does.
+func simulateCases(ctx context.Context, cases []Case, prof *sim.Profile, sf float64, tables []plan.TableStats, hybrid bool) error {
 	var kinds *sim.Profile
 	if len(prof.Host.Profiled) > 0 || len(prof.GPU.Profiled) > 0 {
 		k := *prof
@@ -454,6 +459,11 @@ func simulateCases(ctx context.Context, cases []Case, prof *sim.Profile, sf floa
 		p, err := queries.Build(c.Query, sf, tables)
 		if err != nil {
 			return fmt.Errorf("calibrate: %w", err)
+		}
+		if hybrid {
+			if _, err := engine.PlaceGPU(p, true); err != nil {
+				return err
+			}
 		}
 		pol, err := scheduler.NewPolicy(c.Policy, c.Set)
 		if err != nil {

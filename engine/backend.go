@@ -100,8 +100,10 @@ type BackendOptions struct {
 	// h2d tasks upload a unit's columns, kernel tasks run its filters,
 	// projections and partial aggregate there; the aggregate states, and
 	// the pipelines that read them, stay with the host. A plan with a scan
-	// pipeline the GPU path cannot run is refused, naming the operator.
-	GPU *gpu.Device
+	// pipeline the GPU path cannot run is refused, naming the operator,
+	// unless GPUHybrid runs such pipelines on the host (PlaceGPU).
+	GPU       *gpu.Device
+	GPUHybrid bool
 }
 
 // Remote moves exchange data to the other nodes of a cluster (package
@@ -153,7 +155,7 @@ func NewBackend(ds *dataset.Dataset, p *plan.Plan, opts BackendOptions) (*Backen
 	b.alloc = b.reader.Allocator()
 	b.data = newRunData(ds, p, opts.Devices, opts.Mem)
 	if opts.GPU != nil {
-		if err := b.data.useGPU(opts.GPU); err != nil {
+		if err := b.data.useGPU(opts.GPU, opts.GPUHybrid); err != nil {
 			b.Close()
 			return nil, err
 		}

@@ -59,6 +59,7 @@ type runData struct {
 	// and kernels go to streams of their own, so one unit's upload
 	// overlaps another's kernels when the policy runs them together.
 	gpu        *gpu.Device
+	placement  []GPUPlacement // where the scan pipelines run (GPU runs)
 	gpuCopy    []*cuda.Stream
 	gpuKernels []*cuda.Stream
 }

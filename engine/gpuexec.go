@@ -1,8 +1,10 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"gostachio/dataset"
 	"gostachio/engine/gpu"
@@ -13,21 +15,83 @@ import (
 	"gostachio/tpch/schema"
 )
 
-// useGPU marks every scan pipeline to run on dev and makes each device's
-// copy and kernel streams. A scan pipeline the GPU path cannot run fails
-// the plan here, before any task: a GPU run never falls back to the CPU
-// part way (its times would mean neither).
-func (d *runData) useGPU(dev *gpu.Device) error {
-	for i := range d.plan.Pipelines {
-		pl := &d.plan.Pipelines[i]
+// GPUPlacement says where one scan pipeline of a GPU run executes.
+type GPUPlacement struct {
+	Pipeline int    `json:"pipeline"`
+	Name     string `json:"name"`
+	// OnGPU: its units are uploaded to the GPU and run there; otherwise the
+	// host's CPU kernels run them and Reason says what the GPU path lacks.
+	OnGPU  bool   `json:"on_gpu"`
+	Reason string `json:"reason,omitempty"`
+}
+
+// ErrGPUPath wraps the refusal of a scan pipeline the GPU path cannot run
+// in a GPU run that is not hybrid.
+var ErrGPUPath = errors.New("not on the GPU path")
+
+// PlaceGPU decides, before any task, where each scan pipeline of p runs
+// in a GPU run: on the GPU where the GPU path runs its operators
+// (gpu.Supported), else on the host. Without hybrid the first such
+// pipeline is an error wrapping ErrGPUPath that names it and the operator,
+// and p is unchanged: a plain GPU run is all-GPU, so its times mean the
+// GPU's. With hybrid it marks those pipelines plan.Pipeline.OnHost (which
+// the simulator reads too) and returns every scan pipeline's placement.
+func PlaceGPU(p *plan.Plan, hybrid bool) ([]GPUPlacement, error) {
+	var out []GPUPlacement
+	for i := range p.Pipelines {
+		pl := &p.Pipelines[i]
 		if pl.Source.Kind != plan.SourceScan {
 			continue
 		}
+		pg := GPUPlacement{Pipeline: i, Name: pl.Name, OnGPU: true}
 		if err := gpu.Supported(pl.Ops); err != nil {
-			return fmt.Errorf("engine: %s on the GPU: pipeline %d (%s): %w", d.plan.Name, i, pl.Name, err)
+			if !hybrid {
+				return nil, fmt.Errorf("engine: %s on the GPU: pipeline %d (%s): %w (--gpu-hybrid runs such pipelines on the host): %w",
+					p.Name, i, pl.Name, err, ErrGPUPath)
+			}
+			pg.OnGPU, pg.Reason = false, err.Error()
 		}
-		d.pipes[i].gpu = true
+		out = append(out, pg)
 	}
+	if hybrid {
+		for _, pg := range out {
+			p.Pipelines[pg.Pipeline].OnHost = !pg.OnGPU
+		}
+	}
+	return out, nil
+}
+
+// FormatPlacement is one line saying which scan pipelines run where.
+func FormatPlacement(query string, ps []GPUPlacement) string {
+	var on, off []string
+	for _, pg := range ps {
+		if pg.OnGPU {
+			on = append(on, pg.Name)
+		} else {
+			off = append(off, fmt.Sprintf("%s (%s)", pg.Name, pg.Reason))
+		}
+	}
+	s := fmt.Sprintf("%s: %d of %d scan pipelines on the GPU", query, len(on), len(ps))
+	if len(on) > 0 {
+		s += ": " + strings.Join(on, ", ")
+	}
+	if len(off) > 0 {
+		s += "; on the host: " + strings.Join(off, "; ")
+	}
+	return s
+}
+
+// useGPU places the scan pipelines (PlaceGPU) and makes each device's copy
+// and kernel streams on dev.
+func (d *runData) useGPU(dev *gpu.Device, hybrid bool) error {
+	placed, err := PlaceGPU(d.plan, hybrid)
+	if err != nil {
+		return err
+	}
+	for _, pg := range placed {
+		d.pipes[pg.Pipeline].gpu = pg.OnGPU
+	}
+	d.placement = placed
 	d.gpu = dev
 	for k := 0; k < d.devices; k++ {
 		for _, list := range []*[]*cuda.Stream{&d.gpuCopy, &d.gpuKernels} {

@@ -46,8 +46,10 @@ type QueryOptions struct {
 	// per run, whose setup then counts in the run's time.
 	Reader *storage.Reader
 	// GPU runs the scan pipelines on this GPU (BackendOptions.GPU); nil:
-	// the CPU engine.
-	GPU *gpu.Device
+	// the CPU engine. GPUHybrid runs the scan pipelines the GPU path cannot
+	// run on the host instead of refusing the query (PlaceGPU).
+	GPU       *gpu.Device
+	GPUHybrid bool
 }
 
 // QueryResult is one finished query.
@@ -63,6 +65,8 @@ type QueryResult struct {
 	// IOBytes is what storage transferred; PeakRetained the most
 	// intermediate data held at once.
 	IOBytes, PeakRetained int64
+	// GPU is where each scan pipeline ran in a GPU run (nil: a CPU run).
+	GPU []GPUPlacement
 }
 
 // Rows returns the result as text cells, formatted as Vec.Format does.
@@ -123,7 +127,7 @@ func RunPlan(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryO
 		return nil, err
 	}
 	b, err := NewBackend(ds, p, BackendOptions{Devices: opts.Devices, Mem: opts.Mem, Buffered: opts.Buffered,
-		IO: opts.IO, Allocator: opts.Allocator, Log: opts.Log, Reader: opts.Reader, GPU: opts.GPU})
+		IO: opts.IO, Allocator: opts.Allocator, Log: opts.Log, Reader: opts.Reader, GPU: opts.GPU, GPUHybrid: opts.GPUHybrid})
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +153,7 @@ func RunPlan(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryO
 // In a cluster, node 0's backend holds the result.
 func NewQueryResult(p *plan.Plan, policy string, b *Backend, res scheduler.Result, wall time.Duration) *QueryResult {
 	out := &QueryResult{Query: p.Name, Policy: policy, Wall: wall, Sched: res,
-		IOBytes: b.IOBytes(), PeakRetained: b.PeakRetained(), Batch: b.Result()}
+		IOBytes: b.IOBytes(), PeakRetained: b.PeakRetained(), Batch: b.Result(), GPU: b.data.placement}
 	cols := resultColumns(p)
 	if out.Batch == nil {
 		// Nothing reached the result. SQL still gives a scalar aggregate

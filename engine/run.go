@@ -134,6 +134,9 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 		fmt.Fprintf(stderr, "%s: %d rows in %.3f s (policy %s, %d tasks, read %s, peak intermediate %s)\n",
 			name, r.Batch.Rows, r.Wall.Seconds(), r.Policy, r.Sched.Tasks,
 			units.FormatBytes(r.IOBytes), units.FormatBytes(r.PeakRetained))
+		if r.GPU != nil {
+			fmt.Fprintln(stderr, FormatPlacement(name, r.GPU))
+		}
 		if opts.Format != "json" {
 			if len(names) > 1 {
 				fmt.Fprintf(stdout, "-- %s\n", name)
@@ -185,13 +188,15 @@ type jsonResult struct {
 	Tasks    int64      `json:"tasks"`
 	IOBytes  int64      `json:"io_bytes"`
 	PeakData int64      `json:"peak_intermediate_bytes"`
+	// GPU: where each scan pipeline ran (GPU runs only).
+	GPU []GPUPlacement `json:"gpu_placement,omitempty"`
 }
 
 func writeJSON(w io.Writer, rs []*QueryResult) error {
 	out := make([]jsonResult, len(rs))
 	for i, r := range rs {
 		out[i] = jsonResult{Query: r.Query, Policy: r.Policy, Columns: r.Columns, Rows: r.Rows(),
-			Seconds: r.Wall.Seconds(), Tasks: r.Sched.Tasks, IOBytes: r.IOBytes, PeakData: r.PeakRetained}
+			Seconds: r.Wall.Seconds(), Tasks: r.Sched.Tasks, IOBytes: r.IOBytes, PeakData: r.PeakRetained, GPU: r.GPU}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -171,6 +171,12 @@ type Pipeline struct {
 	Ops []Op
 	// After lists the pipelines that must finish before this one starts.
 	After []int
+	// OnHost places a scan pipeline's units on the host's CPU kernels in a
+	// run whose other scan pipelines run on a GPU (a hybrid GPU run:
+	// engine.PlaceGPU sets it where the GPU path cannot run the pipeline;
+	// the simulator's GPU-backend profiles price it on the host). It means
+	// nothing without a GPU.
+	OnHost bool
 }
 
 // Sink is the pipeline's breaker (its last operator).

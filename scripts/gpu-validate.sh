@@ -14,7 +14,13 @@
 #   validate/      validate --gpu 0 of Q1 and Q6 with it (results.csv, figure, report);
 #                  validate2/ a second one (another seed's order of the runs)
 #   sf10/          SF10=1: Q1 and Q6 at SF10 on the GPU, the CPU engine and PyTorch
-#   (profile/ and validate*/ come back packed in results.tgz, sf10/ in sf10.tgz)
+#   hybrid/        all 22 queries as hybrid GPU runs (--gpu-hybrid: the scan
+#                  pipelines the GPU path cannot run on the host) and on the
+#                  CPU engine, alternated, and validate --gpu 0 --gpu-hybrid
+#                  with PROFILE (default sim/profiles/h100-gpu-calibrated.yaml)
+#   (profile/ and validate*/ come back packed in results.tgz, sf10/ in sf10.tgz,
+#   hybrid/ in hybrid.tgz)
+# STEPS=hybrid runs only the machine check, SF1, the answers test and hybrid/.
 # Every step has a time limit and the script goes on after a failure, so a
 # short lease brings back all it can.
 set -u
@@ -28,6 +34,8 @@ LOG=$OUT/log.txt
 step() { echo "== $(date +%T) $*" | tee -a "$LOG"; }
 run() { local limit=$1; shift; timeout "$limit" "$@" >>"$LOG" 2>&1; echo "   exit $?" | tee -a "$LOG"; }
 
+want() { [ -z "${STEPS:-}" ] || [ "$STEPS" = "$1" ]; }
+
 step "machine"
 run 20 nvidia-smi -L
 run 20 nvcc --version
@@ -37,6 +45,7 @@ export LD_LIBRARY_PATH=/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH
 for f in "$CARRY"/*.xz; do xz -dkf "$f"; done
 chmod +x "$CARRY"/gostachio "$CARRY"/*.test
 
+if want main; then
 step "make ptx"
 if command -v make >/dev/null; then
 	run 120 make ptx
@@ -53,12 +62,14 @@ step "kernel tests (fresh PTX)"
 step "GPU pipeline tests"
 (cd engine/gpu && run 120 "$CARRY/gpu.test" -test.v -test.run GPU)
 
+fi
 step "gen SF1"
 [ -f "$DATA/manifest.json" ] || run 240 "$CARRY/gostachio" gen --sf 1 --out "$DATA"
 
-step "Q1 and Q6 on the GPU backend against the official answers (SF0.01, SF1)"
+step "Q1 and Q6 on the GPU backend, and all 22 as hybrid GPU runs, against the official answers (SF0.01, SF1)"
 (cd engine && GOSTACHIO_SF1_DATA=$DATA run 240 "$CARRY/engine.test" -test.v -test.run TestGPUAnswers)
 
+if want main; then
 step "gostachio query --gpu (the CLI: reads into pinned buffers)"
 run 60 "$CARRY/gostachio" query --data "$DATA" --query q1,q6 --gpu 0 --policy overlap --set chunk=16MiB
 
@@ -98,6 +109,8 @@ if [ -z "${SKIP_TORCH:-}" ]; then
 		--rounds "${ROUNDS:-5}" --answers tpch/answers/sf1 --json >"$OUT/torch.json" 2>>"$LOG"
 	echo "   exit $?" | tee -a "$LOG"
 fi
+fi
+if want main; then
 step "ncu: the compiled Q1 kernel (one launch)"
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 if [ -n "$NCU" ] && [ -z "${NO_NCU:-}" ]; then
@@ -124,5 +137,26 @@ if [ -n "${SF10:-}" ]; then
 	echo "   torch exit $?" | tee -a "$LOG"
 	run 30 python3 scripts/compare-rows.py "$OUT/sf10/torch.json" "$OUT"/sf10/*.csv
 	tar czf "$OUT/sf10.tgz" -C "$OUT" sf10 && rm -rf "$OUT/sf10"
+fi
+fi
+if want hybrid || want main; then
+	step "hybrid: all 22 queries, GPU (--gpu-hybrid) and CPU alternated; validate --gpu-hybrid"
+	H=$OUT/hybrid
+	mkdir -p "$H/validate"
+	for r in $(seq "${HROUNDS:-3}"); do
+		timeout 120 "$CARRY/gostachio" query --data "$DATA" --query all --gpu 0 --gpu-hybrid --devices "${HDEVICES:-16}" --json \
+			>"$H/gpu-$r.json" 2>"$H/gpu-$r.err"
+		echo "   gpu round $r exit $?" | tee -a "$LOG"
+		timeout 120 "$CARRY/gostachio" query --data "$DATA" --query all --devices "${HDEVICES:-16}" --json \
+			>"$H/cpu-$r.json" 2>"$H/cpu-$r.err"
+		echo "   cpu round $r exit $?" | tee -a "$LOG"
+	done
+	cat "$H/gpu-1.err" >>"$LOG"
+	timeout 200 "$CARRY/gostachio" validate --gpu 0 --gpu-hybrid --profile "${PROFILE:-sim/profiles/h100-gpu-calibrated.yaml}" --data "$DATA" \
+		--queries "${HQUERIES:-q1,q3,q6,q15,q18}" --policies serial,overlap --sets "chunk=16MiB" --rounds "${HVROUNDS:-5}" --warmup 1 \
+		--out "$H/validate" >"$H/validate/report.txt" 2>>"$LOG"
+	echo "   validate exit $?" | tee -a "$LOG"
+	cat "$H/validate/report.txt" >>"$LOG"
+	tar czf "$OUT/hybrid.tgz" -C "$OUT" hybrid && rm -rf "$H"
 fi
 step "done"

@@ -125,6 +125,9 @@ type Cluster struct {
 	// and build pipeline — costmodel.TableBytes of them is the working set
 	// of the probes of that table.
 	tables map[tableKey]builtTable
+	// hostScans: the scan pipelines a node with GPUScansOnly runs on the
+	// host (plan.Pipeline.OnHost; SetPlacement).
+	hostScans map[int32]bool
 	// gates admit read tasks (per node and SSD) and host kernels and
 	// merges (per node), first come first served, where the profile
 	// bounds how many run at once (costmodel.Storage.DeviceQD,
@@ -195,6 +198,25 @@ func (c *Cluster) kernelWork(dev *costmodel.Device, t *scheduler.Task) float64 {
 // scanUnit reports whether t works on one unit of a scan (its table's
 // chunks), not on exchanged or merged data.
 func scanUnit(t *scheduler.Task) bool { return t.Table >= 0 && t.Unit >= 0 }
+
+// SetPlacement takes the placement of p's scan pipelines (plan.Pipeline.
+// OnHost): on a node with GPUScansOnly, such a pipeline's uploads are
+// views of host memory and its kernels run on the host, as the engine's
+// hybrid GPU runs do. Other profiles ignore it. Call it before the run.
+func (c *Cluster) SetPlacement(p *plan.Plan) {
+	c.hostScans = nil
+	for i := range p.Pipelines {
+		if p.Pipelines[i].OnHost {
+			if c.hostScans == nil {
+				c.hostScans = map[int32]bool{}
+			}
+			c.hostScans[int32(i)] = true
+		}
+	}
+}
+
+// gpuScanUnit: a scan unit that a GPUScansOnly node runs on its GPU.
+func (c *Cluster) gpuScanUnit(t *scheduler.Task) bool { return scanUnit(t) && !c.hostScans[t.Pipeline] }
 
 // rec is the payload of one flow: the task it executes and, for a send
 // with a matched receive, the receive.
@@ -428,7 +450,7 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 		if err := c.check(t, node, t.Device, nd.GPUs, "device"); err != nil {
 			return err
 		}
-		if nd.GPUScansOnly && !(t.Kind == scheduler.TaskH2D && scanUnit(t)) {
+		if nd.GPUScansOnly && !(t.Kind == scheduler.TaskH2D && c.gpuScanUnit(t)) {
 			break // a view of host memory: no link, no time
 		}
 		if t.Kind == scheduler.TaskH2D {
@@ -442,7 +464,7 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 		if err := c.check(t, node, t.Device, nd.GPUs, "device"); err != nil {
 			return err
 		}
-		if nd.KernelsOnHost || (nd.GPUScansOnly && !scanUnit(t)) {
+		if nd.KernelsOnHost || (nd.GPUScansOnly && !c.gpuScanUnit(t)) {
 			ls = append(ls, c.host[node])
 			spec.Size = c.kernelWork(&p.Host, t)
 			spec.Latency = p.Host.Launch.Ns()

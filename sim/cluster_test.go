@@ -9,6 +9,7 @@ import (
 	"gostachio/costmodel"
 	"gostachio/plan"
 	"gostachio/scheduler"
+	"gostachio/tpch/queries"
 	"gostachio/traces"
 )
 
@@ -244,7 +245,7 @@ func TestOverlapBeatsSerial(t *testing.T) {
 
 func TestProfiles(t *testing.T) {
 	names := ProfileNames()
-	if strings.Join(names, ",") != "devbox,devbox-calibrated,dgx-a100,h100-node,h200-gpu-calibrated" {
+	if strings.Join(names, ",") != "devbox,devbox-calibrated,dgx-a100,h100-gpu-calibrated,h100-node,h200-gpu-calibrated" {
 		t.Fatalf("shipped profiles %v", names)
 	}
 	for _, n := range names {
@@ -263,10 +264,13 @@ func TestProfiles(t *testing.T) {
 	if a.Node.GPUs != 8 || a.Node.SSDs != 8 || a.NVMe.Bandwidth != 6.4*(1<<30) || a.NIC.Bandwidth != 24e9 {
 		t.Errorf("dgx-a100 decoded as %+v", a)
 	}
-	// The GPU backend's profile (calibrate --micro --gpu on an H200).
-	g, _ := LoadProfile("h200-gpu-calibrated")
-	if !g.Node.GPUScansOnly || g.Node.KernelsOnHost || g.GPU.Fused == nil || g.PCIe.H2D < 10e9 {
-		t.Errorf("h200-gpu-calibrated decoded as %+v", g)
+	// The GPU backend's profiles (calibrate --micro --gpu on an H200 and
+	// an H100).
+	for _, n := range []string{"h200-gpu-calibrated", "h100-gpu-calibrated"} {
+		g, _ := LoadProfile(n)
+		if !g.Node.GPUScansOnly || g.Node.KernelsOnHost || g.GPU.Fused == nil || g.PCIe.H2D < 10e9 {
+			t.Errorf("%s decoded as %+v", n, g)
+		}
 	}
 	_, err := LoadProfile("testdata/profiles/bad-key.yaml")
 	if err == nil || !strings.Contains(err.Error(), "line 9") || !strings.Contains(err.Error(), "gpu_count") {
@@ -504,5 +508,55 @@ func TestClusterNetCPUCost(t *testing.T) {
 		if ends[merge] != tc.wantMerge || ends[send] != tc.wantS {
 			t.Errorf("%s: merge ends %d, send %d; want %d, %d", tc.name, ends[merge], ends[send], tc.wantMerge, tc.wantS)
 		}
+	}
+}
+
+// TestPlacementOnHost: on a GPU-backend profile (gpu_scans_only) a scan
+// pipeline marked plan.Pipeline.OnHost uploads nothing and runs its
+// kernels on the host, as the engine's hybrid GPU runs do; unmarked, the
+// same pipeline's units go over PCIe to the GPU.
+func TestPlacementOnHost(t *testing.T) {
+	prof, err := LoadProfile("h200-gpu-calibrated")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := plan.TPCHStats(1, 131072)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := scheduler.NewPolicy("overlap", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	work := func(onHost bool) (h2d, gpu, host float64) {
+		pl, err := queries.Build("q6", 1, tables)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pl.Pipelines[0].OnHost = onHost
+		rep, err := Simulate(context.Background(), pl, prof, 1, pol, nil, 0, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Resources {
+			switch r.Kind {
+			case "h2d":
+				h2d = r.Work
+			case "gpu":
+				gpu = r.Work
+			case "host":
+				host = r.Work
+			}
+		}
+		return
+	}
+	h2d, gpu, host := work(false)
+	if h2d < 100<<20 || gpu <= 0 {
+		t.Errorf("on the GPU: h2d %.0f B, gpu work %.0f ns: want the scan's columns uploaded and its kernels on the GPU", h2d, gpu)
+	}
+	h2dHost, gpuHost, hostHost := work(true)
+	if h2dHost != 0 || gpuHost != 0 || hostHost <= host {
+		t.Errorf("on the host: h2d %.0f B, gpu %.0f ns, host %.0f ns (GPU placement: host %.0f ns): want no upload, no GPU work, more host work",
+			h2dHost, gpuHost, hostHost, host)
 	}
 }

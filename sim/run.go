@@ -67,6 +67,7 @@ func Simulate(ctx context.Context, p *plan.Plan, prof *Profile, nodes int, pol s
 	if jitter > 0 {
 		c.SetJitter(jitter, seed)
 	}
+	c.SetPlacement(p)
 	res, err := scheduler.Run(ctx, p, pol, c, sink)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %s on %d x %s under %s: %w", p.Name, nodes, prof.Name, pol.Name(), err)

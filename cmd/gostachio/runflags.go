@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/pflag"
 
 	"gostachio/engine"
@@ -39,8 +41,9 @@ func addRunFlags(f *pflag.FlagSet, o *engine.RunOptions, worker bool) *runFlags 
 	f.StringVar(&o.IO, "io", "auto", "storage backend: auto, uring, pread")
 	rf.gpu = -1
 	if !worker {
-		f.IntVar(&rf.gpu, "gpu", -1, "run the scan pipelines on this CUDA device (scan, filter, project and partial aggregates: Q1 and Q6 so far; --devices defaults to 1; -1: the CPU engine)")
+		f.IntVar(&rf.gpu, "gpu", -1, "run the scan pipelines on this CUDA device (scan, filter, project and partial aggregates: all of Q1 and Q6; with --gpu-hybrid every query; --devices defaults to 1; -1: the CPU engine)")
 		f.StringVar(&rf.gpuMem, "gpu-mem", "", "device memory budget of --gpu (default: 90% of the free memory)")
+		f.BoolVar(&o.GPUHybrid, "gpu-hybrid", false, "with --gpu: run the scan pipelines the GPU path cannot run on the host instead of refusing the query (stderr says which ran where)")
 	}
 	return rf
 }
@@ -58,6 +61,9 @@ func (rf *runFlags) resolve(g *globals) error {
 		rf.o.Mem = n
 	}
 	rf.o.UseGPU, rf.o.GPUOrdinal = rf.gpu >= 0, rf.gpu
+	if rf.o.GPUHybrid && !rf.o.UseGPU {
+		return fmt.Errorf("--gpu-hybrid needs --gpu N")
+	}
 	if rf.gpuMem != "" {
 		n, err := units.ParseBytes(rf.gpuMem)
 		if err != nil {

@@ -51,6 +51,9 @@ engine and sim rows to OUT/results.csv and draws OUT/sim-vs-engine.{png,svg}.`,
 				o.Sets = []string{set}
 			}
 			o.UseGPU = c.Flags().Changed("gpu")
+			if o.GPUHybrid && !o.UseGPU {
+				return fmt.Errorf("validate: --gpu-hybrid needs --gpu N")
+			}
 			for _, p := range strings.Split(compare, ",") {
 				if p = strings.TrimSpace(p); p != "" {
 					o.Compare = append(o.Compare, p)
@@ -90,6 +93,7 @@ engine and sim rows to OUT/results.csv and draws OUT/sim-vs-engine.{png,svg}.`,
 	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "scale the simulator's CPU prices by the CPU reference's time beside the engine over its time at calibration (the machine's speed drift; needs a profile with host.reference)")
 	f.StringVar(&compare, "compare", "", "more profiles (comma-separated) priced against the same engine runs: a model A/B on one set of measurements")
 	f.IntVar(&o.GPUOrdinal, "gpu", 0, "run the engine's GPU backend on this CUDA device (as query --gpu), against a profile from calibrate --micro --gpu")
+	f.BoolVar(&o.GPUHybrid, "gpu-hybrid", false, "with --gpu: the scan pipelines the GPU path cannot run run on the host, in the engine and the simulator (as query --gpu-hybrid)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }
