@@ -111,6 +111,9 @@ type pipeData struct {
 	results  []*cpu.Batch
 	// gpu: the pipeline's units run on the GPU (runData.gpu).
 	gpu bool
+	// gpuRows, where positive, splits the pipeline: its units' first
+	// gpuRows ops run on the GPU's row path, the rest on the host.
+	gpuRows int
 }
 
 func newRunData(ds *dataset.Dataset, p *plan.Plan, devices int, mem int64) *runData {

@@ -18,6 +18,7 @@ func (d *runData) kernel(t *scheduler.Task) (rows, bytes int64, parts []int64, e
 	pd := &d.pipes[t.Pipeline]
 	dev := int(t.Device)
 	var ins []*cpu.Batch
+	ops := t.Ops
 	switch {
 	case t.Unit < 0 && pd.kind == kindAgg:
 		// The emission of a partial aggregate's state for its exchange.
@@ -33,6 +34,11 @@ func (d *runData) kernel(t *scheduler.Task) (rows, bytes int64, parts []int64, e
 		pd.left[dev] = nil
 		pd.mu.Unlock()
 		ins = []*cpu.Batch{in}
+	case pl.Source.Kind == plan.SourceScan && pd.gpu && pd.gpuRows > 0:
+		var rows *cpu.Batch
+		if rows, err = d.gpuRowsOf(t); err == nil {
+			ins, ops = []*cpu.Batch{rows}, t.Ops[pd.gpuRows:]
+		}
 	case pl.Source.Kind == plan.SourceScan && pd.gpu:
 		groups, err := d.gpuKernel(t)
 		return groups, 0, nil, err
@@ -54,7 +60,7 @@ func (d *runData) kernel(t *scheduler.Task) (rows, bytes int64, parts []int64, e
 	if err != nil {
 		return 0, 0, nil, err
 	}
-	out, parts, groups, err := d.runUnit(t.Pipeline, dev, t.Ops, ins)
+	out, parts, groups, err := d.runUnit(t.Pipeline, dev, ops, ins)
 	if err != nil {
 		return 0, 0, nil, fmt.Errorf("engine: %s pipeline %d (%s): %w", d.plan.Name, t.Pipeline, pl.Name, err)
 	}

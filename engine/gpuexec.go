@@ -19,9 +19,13 @@ import (
 type GPUPlacement struct {
 	Pipeline int    `json:"pipeline"`
 	Name     string `json:"name"`
-	// OnGPU: its units are uploaded to the GPU and run there; otherwise the
-	// host's CPU kernels run them and Reason says what the GPU path lacks.
+	// OnGPU: its units are uploaded to the GPU and its first GPUOps ops run
+	// there (all of them, or the row path's prefix: gpu.RowPrefix; the
+	// host runs the rest on the rows that come back); otherwise the host's
+	// CPU kernels run it all. Reason says what the GPU path lacks.
 	OnGPU  bool   `json:"on_gpu"`
+	GPUOps int    `json:"gpu_ops"`
+	Ops    int    `json:"ops"`
 	Reason string `json:"reason,omitempty"`
 }
 
@@ -30,12 +34,15 @@ type GPUPlacement struct {
 var ErrGPUPath = errors.New("not on the GPU path")
 
 // PlaceGPU decides, before any task, where each scan pipeline of p runs
-// in a GPU run: on the GPU where the GPU path runs its operators
-// (gpu.Supported), else on the host. Without hybrid the first such
-// pipeline is an error wrapping ErrGPUPath that names it and the operator,
-// and p is unchanged: a plain GPU run is all-GPU, so its times mean the
-// GPU's. With hybrid it marks those pipelines plan.Pipeline.OnHost (which
-// the simulator reads too) and returns every scan pipeline's placement.
+// in a GPU run: all on the GPU where the GPU path runs its operators
+// (gpu.Supported). Without hybrid any other pipeline is an error wrapping
+// ErrGPUPath that names it and the operator, and p is unchanged: a plain
+// GPU run is all-GPU, so its times mean the GPU's. With hybrid such a
+// pipeline runs its row-path prefix on the GPU (gpu.RowPrefix: the scan
+// and filters, and projections, before the first op the GPU path lacks)
+// and the rest on the host, or, with no such prefix, all on the host; p's
+// pipelines are marked so (plan.Pipeline.HostFrom, OnHost: the simulator
+// reads them too). It returns every scan pipeline's placement.
 func PlaceGPU(p *plan.Plan, hybrid bool) ([]GPUPlacement, error) {
 	var out []GPUPlacement
 	for i := range p.Pipelines {
@@ -43,19 +50,28 @@ func PlaceGPU(p *plan.Plan, hybrid bool) ([]GPUPlacement, error) {
 		if pl.Source.Kind != plan.SourceScan {
 			continue
 		}
-		pg := GPUPlacement{Pipeline: i, Name: pl.Name, OnGPU: true}
+		pg := GPUPlacement{Pipeline: i, Name: pl.Name, OnGPU: true, GPUOps: len(pl.Ops), Ops: len(pl.Ops)}
 		if err := gpu.Supported(pl.Ops); err != nil {
 			if !hybrid {
 				return nil, fmt.Errorf("engine: %s on the GPU: pipeline %d (%s): %w (--gpu-hybrid runs such pipelines on the host): %w",
 					p.Name, i, pl.Name, err, ErrGPUPath)
 			}
-			pg.OnGPU, pg.Reason = false, err.Error()
+			pg.Reason = err.Error()
+			if k, why := gpu.RowPrefix(pl.Ops); k > 0 {
+				pg.GPUOps, pg.Reason = k, why
+			} else {
+				pg.OnGPU, pg.GPUOps = false, 0
+			}
 		}
 		out = append(out, pg)
 	}
 	if hybrid {
 		for _, pg := range out {
-			p.Pipelines[pg.Pipeline].OnHost = !pg.OnGPU
+			pl := &p.Pipelines[pg.Pipeline]
+			pl.OnHost, pl.HostFrom = !pg.OnGPU, 0
+			if pg.OnGPU && pg.GPUOps < pg.Ops {
+				pl.HostFrom = pg.GPUOps
+			}
 		}
 	}
 	return out, nil
@@ -63,20 +79,26 @@ func PlaceGPU(p *plan.Plan, hybrid bool) ([]GPUPlacement, error) {
 
 // FormatPlacement is one line saying which scan pipelines run where.
 func FormatPlacement(query string, ps []GPUPlacement) string {
-	var on, off []string
+	var all, split, host []string
 	for _, pg := range ps {
-		if pg.OnGPU {
-			on = append(on, pg.Name)
-		} else {
-			off = append(off, fmt.Sprintf("%s (%s)", pg.Name, pg.Reason))
+		switch {
+		case !pg.OnGPU:
+			host = append(host, fmt.Sprintf("%s (%s)", pg.Name, pg.Reason))
+		case pg.GPUOps < pg.Ops:
+			split = append(split, fmt.Sprintf("%s (%d of %d ops; the host from %s)", pg.Name, pg.GPUOps, pg.Ops, pg.Reason))
+		default:
+			all = append(all, pg.Name)
 		}
 	}
-	s := fmt.Sprintf("%s: %d of %d scan pipelines on the GPU", query, len(on), len(ps))
-	if len(on) > 0 {
-		s += ": " + strings.Join(on, ", ")
+	s := fmt.Sprintf("%s: %d of %d scan pipelines on the GPU", query, len(all), len(ps))
+	if len(all) > 0 {
+		s += ": " + strings.Join(all, ", ")
 	}
-	if len(off) > 0 {
-		s += "; on the host: " + strings.Join(off, "; ")
+	if len(split) > 0 {
+		s += fmt.Sprintf("; %d split, their scan and filters on the GPU: %s", len(split), strings.Join(split, "; "))
+	}
+	if len(host) > 0 {
+		s += "; on the host: " + strings.Join(host, "; ")
 	}
 	return s
 }
@@ -89,7 +111,11 @@ func (d *runData) useGPU(dev *gpu.Device, hybrid bool) error {
 		return err
 	}
 	for _, pg := range placed {
-		d.pipes[pg.Pipeline].gpu = pg.OnGPU
+		pd := &d.pipes[pg.Pipeline]
+		pd.gpu = pg.OnGPU
+		if pg.OnGPU && pg.GPUOps < pg.Ops {
+			pd.gpuRows = pg.GPUOps
+		}
 	}
 	d.placement = placed
 	d.gpu = dev
@@ -173,6 +199,31 @@ func BoundGPUColumns(g *gpu.Batch, tm *dataset.TableMeta, first, n int) error {
 		}
 	}
 	return nil
+}
+
+// gpuRowsOf runs the row-path prefix (the first pd.gpuRows ops) of a GPU
+// unit of a split pipeline on the device's kernel stream and returns the
+// rows that pass, for the host to run the rest of the unit's ops.
+func (d *runData) gpuRowsOf(t *scheduler.Task) (*cpu.Batch, error) {
+	pl := &d.plan.Pipelines[t.Pipeline]
+	pd := &d.pipes[t.Pipeline]
+	u := d.unit(t)
+	d.mu.Lock()
+	g := u.gin
+	u.gin = nil
+	d.mu.Unlock()
+	if pd.kind != kindResult {
+		d.dropUnit(t)
+	}
+	if g == nil {
+		return nil, fmt.Errorf("engine: %s pipeline %d unit %d: kernel before its h2d", d.plan.Name, t.Pipeline, t.Unit)
+	}
+	rows, _, err := d.gpu.Rows(d.gpuKernels[t.Device], g, t.Ops[:pd.gpuRows])
+	g.Free()
+	if err != nil {
+		return nil, fmt.Errorf("engine: %s pipeline %d (%s) on the GPU: %w", d.plan.Name, t.Pipeline, pl.Name, err)
+	}
+	return rows, nil
 }
 
 // gpuKernel runs a GPU unit's ops on the device's kernel stream and folds

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -155,15 +157,17 @@ func TestBoundColumns(t *testing.T) {
 }
 
 // TestPlaceGPU: without hybrid a query with a scan pipeline the GPU path
-// cannot run is refused naming it (ErrGPUPath) and its plan is left
-// alone; with hybrid exactly those pipelines are marked for the host, with
-// the reason. Which queries keep a scan pipeline on the GPU is pinned.
+// cannot run whole is refused naming it (ErrGPUPath) and its plan is left
+// alone; with hybrid such pipelines are split (their scan, filters and
+// projections before the first op the GPU path lacks on the GPU, marked
+// HostFrom) or, without a filter in that prefix, marked for the host, each
+// with the reason. Which queries run whole and split pipelines is pinned.
 func TestPlaceGPU(t *testing.T) {
 	tables, err := plan.TPCHStats(1, 131072)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var some []string
+	var whole, split []string
 	for _, q := range queries.Names() {
 		p, err := queries.Build(q, 1, tables)
 		if err != nil {
@@ -171,56 +175,186 @@ func TestPlaceGPU(t *testing.T) {
 		}
 		strictErr := func() error { _, err := PlaceGPU(p, false); return err }()
 		for _, pl := range p.Pipelines {
-			if pl.OnHost {
-				t.Fatalf("%s: %s marked for the host by a refused placement", q, pl.Name)
+			if pl.OnHost || pl.HostFrom != 0 {
+				t.Fatalf("%s: %s marked by a refused placement", q, pl.Name)
 			}
 		}
 		placed, err := PlaceGPU(p, true)
 		if err != nil {
 			t.Fatalf("%s hybrid: %v", q, err)
 		}
-		onGPU, scans := 0, 0
-		for i, pl := range p.Pipelines {
+		scans, allGPU, splits := 0, 0, 0
+		for _, pl := range p.Pipelines {
 			if pl.Source.Kind == plan.SourceScan {
 				scans++
-			}
-			if pl.OnHost && pl.Source.Kind != plan.SourceScan {
-				t.Errorf("%s: non-scan pipeline %s marked for the host", q, pl.Name)
-			}
-			for _, pg := range placed {
-				if pg.Pipeline == i && pg.OnGPU == pl.OnHost {
-					t.Errorf("%s: placement of %s says GPU=%v, plan says host=%v", q, pl.Name, pg.OnGPU, pl.OnHost)
-				}
-				if pg.Pipeline == i && !pg.OnGPU && pg.Reason == "" {
-					t.Errorf("%s: %s on the host without a reason", q, pl.Name)
-				}
+			} else if pl.OnHost || pl.HostFrom != 0 {
+				t.Errorf("%s: non-scan pipeline %s placed", q, pl.Name)
 			}
 		}
 		for _, pg := range placed {
-			if pg.OnGPU {
-				onGPU++
+			pl := &p.Pipelines[pg.Pipeline]
+			switch {
+			case !pg.OnGPU:
+				if !pl.OnHost || pl.HostFrom != 0 || pg.Reason == "" || pg.GPUOps != 0 {
+					t.Errorf("%s: %s on the host: plan %v/%d, placement %+v", q, pl.Name, pl.OnHost, pl.HostFrom, pg)
+				}
+			case pg.GPUOps < pg.Ops:
+				splits++
+				if pl.OnHost || pl.HostFrom != pg.GPUOps || pg.Reason == "" {
+					t.Errorf("%s: %s split: plan %v/%d, placement %+v", q, pl.Name, pl.OnHost, pl.HostFrom, pg)
+				}
+				filter := false
+				for _, op := range pl.Ops[:pg.GPUOps] {
+					filter = filter || op.Kind == plan.OpFilter
+					if op.Kind != plan.OpScan && op.Kind != plan.OpFilter && op.Kind != plan.OpProject {
+						t.Errorf("%s: %s: %s on the GPU's row path", q, pl.Name, op.Kind)
+					}
+				}
+				if !filter {
+					t.Errorf("%s: %s split without a filter on the GPU", q, pl.Name)
+				}
+			default:
+				allGPU++
+				if pl.OnHost || pl.HostFrom != 0 || pg.GPUOps != len(pl.Ops) {
+					t.Errorf("%s: %s on the GPU: plan %v/%d, placement %+v", q, pl.Name, pl.OnHost, pl.HostFrom, pg)
+				}
 			}
 		}
 		if len(placed) != scans {
 			t.Errorf("%s: %d placements for %d scan pipelines", q, len(placed), scans)
 		}
-		if (onGPU < scans) != (strictErr != nil) {
-			t.Errorf("%s: %d of %d scans on the GPU, strict placement error %v", q, onGPU, scans, strictErr)
+		if (allGPU < scans) != (strictErr != nil) {
+			t.Errorf("%s: %d of %d scans all on the GPU, strict placement error %v", q, allGPU, scans, strictErr)
 		}
 		if strictErr != nil && (!errors.Is(strictErr, ErrGPUPath) || !strings.Contains(strictErr.Error(), "--gpu-hybrid")) {
 			t.Errorf("%s: refusal %v does not wrap ErrGPUPath or name --gpu-hybrid", q, strictErr)
 		}
-		if onGPU > 0 {
-			some = append(some, q)
+		if allGPU > 0 {
+			whole = append(whole, q)
 		}
-		if q == "q15" {
-			line := FormatPlacement(q, placed)
+		if splits > 0 {
+			split = append(split, q)
+		}
+		line := FormatPlacement(q, placed)
+		switch q {
+		case "q15":
 			if !strings.Contains(line, "1 of 2 scan pipelines on the GPU: q15 scan lineitem; on the host: q15 scan supplier (operator hash-probe") {
 				t.Errorf("q15 placement line: %s", line)
 			}
+		case "q3":
+			if !strings.Contains(line, "0 of 3 scan pipelines on the GPU; 2 split, their scan and filters on the GPU: q3 scan orders (2 of 5 ops; the host from operator hash-probe") {
+				t.Errorf("q3 placement line: %s", line)
+			}
 		}
 	}
-	if got := strings.Join(some, ","); got != "q1,q6,q15,q18" {
-		t.Errorf("queries with a scan pipeline on the GPU: %s, want q1,q6,q15,q18", got)
+	if got := strings.Join(whole, ","); got != "q1,q6,q15,q18" {
+		t.Errorf("queries with a scan pipeline all on the GPU: %s, want q1,q6,q15,q18", got)
 	}
+	if got := strings.Join(split, ","); got != "q3,q4,q5,q7,q8,q10,q14,q20,q21" {
+		t.Errorf("queries with a split scan pipeline: %s", got)
+	}
+}
+
+// TestGPURowsMatchCPU runs the row-path prefix (gpu.RowPrefix) of every
+// TPC-H scan pipeline that a hybrid run splits over its whole table at
+// SF0.01 on the GPU, and the same ops on the CPU kernels: the rows that
+// come back equal the CPU's, column by column (names, types, scales,
+// values, order). Skipped without a GPU.
+func TestGPURowsMatchCPU(t *testing.T) {
+	if _, err := cuda.Load(); err != nil {
+		t.Skip("no CUDA driver: ", err)
+	}
+	dev, err := gpu.Open(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dev.Close()
+	s, err := dev.Context().NewStream(cuda.StreamNonBlocking)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Destroy()
+	ds := testData(t, 0.01)
+	cases := 0
+	for _, q := range queries.Names() {
+		p, err := BuildQuery(ds, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pl := range p.Pipelines {
+			k, _ := gpu.RowPrefix(pl.Ops)
+			if pl.Source.Kind != plan.SourceScan || k == 0 || gpu.Supported(pl.Ops) == nil {
+				continue
+			}
+			cases++
+			table := p.Tables[pl.Source.Table].Name
+			tm, err := ds.Table(table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var parts []*cpu.Batch
+			for i := range tm.Chunks {
+				sb, err := ds.ReadChunk(table, i, pl.Ops[0].Out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				parts = append(parts, ChunkBatch(sb))
+			}
+			want, err := cpu.Concat(parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, op := range pl.Ops[1:k] {
+				switch op.Kind {
+				case plan.OpFilter:
+					want, err = cpu.Filter(want, op.Expr)
+				case plan.OpProject:
+					want, err = cpu.Project(want, op.Expr.(plan.Projection))
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			g, err := dev.Upload(s, parts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := BoundGPUColumns(g, tm, 0, len(parts)); err != nil {
+				t.Fatal(err)
+			}
+			got, _, err := dev.Rows(s, g, pl.Ops[:k])
+			g.Free()
+			if err != nil {
+				t.Errorf("%s: %v", pl.Name, err)
+				continue
+			}
+			if err := sameRows(got, want); err != nil {
+				t.Errorf("%s (first %d ops): %v", pl.Name, k, err)
+				continue
+			}
+			t.Logf("%s: %d ops, %d of %d rows, columns %v", pl.Name, k, got.Rows, g.Rows, got.Names)
+		}
+	}
+	if cases < 10 {
+		t.Errorf("%d split pipelines checked, want the 10 or more the plans have", cases)
+	}
+}
+
+// sameRows compares two batches column by column, value by value.
+func sameRows(got, want *cpu.Batch) error {
+	if !slices.Equal(got.Names, want.Names) || got.Rows != want.Rows {
+		return fmt.Errorf("%d rows of %v, want %d rows of %v", got.Rows, got.Names, want.Rows, want.Names)
+	}
+	for c := range got.Cols {
+		g, w := &got.Cols[c], &want.Cols[c]
+		if g.Type != w.Type || g.Scale != w.Scale {
+			return fmt.Errorf("column %s: %s scale %d, want %s scale %d", got.Names[c], g.Type, g.Scale, w.Type, w.Scale)
+		}
+		for i := 0; i < got.Rows; i++ {
+			if gv, wv := g.Format(i), w.Format(i); gv != wv {
+				return fmt.Errorf("column %s row %d: %s, want %s", got.Names[c], i, gv, wv)
+			}
+		}
+	}
+	return nil
 }

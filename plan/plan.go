@@ -177,6 +177,10 @@ type Pipeline struct {
 	// the simulator's GPU-backend profiles price it on the host). It means
 	// nothing without a GPU.
 	OnHost bool
+	// HostFrom, where positive, splits a scan pipeline of a hybrid GPU run:
+	// its ops before HostFrom (the scan, filters, projections) run on the
+	// GPU and the rows that pass come back for the host to run the rest.
+	HostFrom int
 }
 
 // Sink is the pipeline's breaker (its last operator).

@@ -67,7 +67,7 @@ step "gen SF1"
 [ -f "$DATA/manifest.json" ] || run 240 "$CARRY/gostachio" gen --sf 1 --out "$DATA"
 
 step "Q1 and Q6 on the GPU backend, and all 22 as hybrid GPU runs, against the official answers (SF0.01, SF1)"
-(cd engine && GOSTACHIO_SF1_DATA=$DATA run 240 "$CARRY/engine.test" -test.v -test.run TestGPUAnswers)
+(cd engine && GOSTACHIO_SF1_DATA=$DATA run 240 "$CARRY/engine.test" -test.v -test.run "TestGPUAnswers|TestGPURowsMatchCPU")
 
 if want main; then
 step "gostachio query --gpu (the CLI: reads into pinned buffers)"
@@ -153,7 +153,7 @@ if want hybrid || want main; then
 	done
 	cat "$H/gpu-1.err" >>"$LOG"
 	timeout 200 "$CARRY/gostachio" validate --gpu 0 --gpu-hybrid --profile "${PROFILE:-sim/profiles/h100-gpu-calibrated.yaml}" --data "$DATA" \
-		--queries "${HQUERIES:-q1,q3,q6,q15,q18}" --policies serial,overlap --sets "chunk=16MiB" --rounds "${HVROUNDS:-5}" --warmup 1 \
+		--queries "${HQUERIES:-q1,q3,q4,q6,q14,q15,q18}" --policies serial,overlap --sets "chunk=16MiB" --rounds "${HVROUNDS:-5}" --warmup 1 \
 		--out "$H/validate" >"$H/validate/report.txt" 2>>"$LOG"
 	echo "   validate exit $?" | tee -a "$LOG"
 	cat "$H/validate/report.txt" >>"$LOG"

@@ -126,8 +126,9 @@ type Cluster struct {
 	// of the probes of that table.
 	tables map[tableKey]builtTable
 	// hostScans: the scan pipelines a node with GPUScansOnly runs on the
-	// host (plan.Pipeline.OnHost; SetPlacement).
-	hostScans map[int32]bool
+	// host (plan.Pipeline.OnHost), splitScans those it splits (HostFrom);
+	// SetPlacement.
+	hostScans, splitScans map[int32]bool
 	// gates admit read tasks (per node and SSD) and host kernels and
 	// merges (per node), first come first served, where the profile
 	// bounds how many run at once (costmodel.Storage.DeviceQD,
@@ -200,23 +201,29 @@ func (c *Cluster) kernelWork(dev *costmodel.Device, t *scheduler.Task) float64 {
 func scanUnit(t *scheduler.Task) bool { return t.Table >= 0 && t.Unit >= 0 }
 
 // SetPlacement takes the placement of p's scan pipelines (plan.Pipeline.
-// OnHost): on a node with GPUScansOnly, such a pipeline's uploads are
-// views of host memory and its kernels run on the host, as the engine's
-// hybrid GPU runs do. Other profiles ignore it. Call it before the run.
+// OnHost, HostFrom): on a node with GPUScansOnly, an OnHost pipeline's
+// uploads are views of host memory and its kernels run on the host, as
+// the engine's hybrid GPU runs do. A split pipeline (HostFrom) uploads its
+// units and runs their kernels on the host: the model prices the host's
+// share and the upload, not the GPU's filter nor the rows' way back (in
+// the engine the GPU filters the unit and the host runs the rest on the
+// rows that pass). Other profiles ignore it. Call it before the run.
 func (c *Cluster) SetPlacement(p *plan.Plan) {
-	c.hostScans = nil
+	c.hostScans, c.splitScans = map[int32]bool{}, map[int32]bool{}
 	for i := range p.Pipelines {
 		if p.Pipelines[i].OnHost {
-			if c.hostScans == nil {
-				c.hostScans = map[int32]bool{}
-			}
 			c.hostScans[int32(i)] = true
+		} else if p.Pipelines[i].HostFrom > 0 {
+			c.splitScans[int32(i)] = true
 		}
 	}
 }
 
-// gpuScanUnit: a scan unit that a GPUScansOnly node runs on its GPU.
+// gpuScanUnit: a scan unit that a GPUScansOnly node uploads to its GPU.
 func (c *Cluster) gpuScanUnit(t *scheduler.Task) bool { return scanUnit(t) && !c.hostScans[t.Pipeline] }
+
+// gpuKernel: a kernel that a GPUScansOnly node runs on its GPU.
+func (c *Cluster) gpuKernel(t *scheduler.Task) bool { return c.gpuScanUnit(t) && !c.splitScans[t.Pipeline] }
 
 // rec is the payload of one flow: the task it executes and, for a send
 // with a matched receive, the receive.
@@ -464,7 +471,7 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 		if err := c.check(t, node, t.Device, nd.GPUs, "device"); err != nil {
 			return err
 		}
-		if nd.KernelsOnHost || (nd.GPUScansOnly && !c.gpuScanUnit(t)) {
+		if nd.KernelsOnHost || (nd.GPUScansOnly && !c.gpuKernel(t)) {
 			ls = append(ls, c.host[node])
 			spec.Size = c.kernelWork(&p.Host, t)
 			spec.Latency = p.Host.Launch.Ns()

@@ -514,7 +514,8 @@ func TestClusterNetCPUCost(t *testing.T) {
 // TestPlacementOnHost: on a GPU-backend profile (gpu_scans_only) a scan
 // pipeline marked plan.Pipeline.OnHost uploads nothing and runs its
 // kernels on the host, as the engine's hybrid GPU runs do; unmarked, the
-// same pipeline's units go over PCIe to the GPU.
+// same pipeline's units go over PCIe to the GPU; split (HostFrom), they
+// are uploaded and their kernels priced on the host.
 func TestPlacementOnHost(t *testing.T) {
 	prof, err := LoadProfile("h200-gpu-calibrated")
 	if err != nil {
@@ -528,12 +529,12 @@ func TestPlacementOnHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	work := func(onHost bool) (h2d, gpu, host float64) {
+	work := func(onHost bool, hostFrom int) (h2d, gpu, host float64) {
 		pl, err := queries.Build("q6", 1, tables)
 		if err != nil {
 			t.Fatal(err)
 		}
-		pl.Pipelines[0].OnHost = onHost
+		pl.Pipelines[0].OnHost, pl.Pipelines[0].HostFrom = onHost, hostFrom
 		rep, err := Simulate(context.Background(), pl, prof, 1, pol, nil, 0, 1)
 		if err != nil {
 			t.Fatal(err)
@@ -550,13 +551,20 @@ func TestPlacementOnHost(t *testing.T) {
 		}
 		return
 	}
-	h2d, gpu, host := work(false)
+	h2d, gpu, host := work(false, 0)
 	if h2d < 100<<20 || gpu <= 0 {
 		t.Errorf("on the GPU: h2d %.0f B, gpu work %.0f ns: want the scan's columns uploaded and its kernels on the GPU", h2d, gpu)
 	}
-	h2dHost, gpuHost, hostHost := work(true)
+	h2dHost, gpuHost, hostHost := work(true, 0)
 	if h2dHost != 0 || gpuHost != 0 || hostHost <= host {
 		t.Errorf("on the host: h2d %.0f B, gpu %.0f ns, host %.0f ns (GPU placement: host %.0f ns): want no upload, no GPU work, more host work",
 			h2dHost, gpuHost, hostHost, host)
+	}
+	// Split (the first 2 ops on the GPU): uploaded, its kernels priced on
+	// the host.
+	h2dSplit, gpuSplit, hostSplit := work(false, 2)
+	if h2dSplit != h2d || gpuSplit != 0 || hostSplit != hostHost {
+		t.Errorf("split: h2d %.0f B, gpu %.0f ns, host %.0f ns: want the upload (%.0f B), no GPU work, the host's %.0f ns",
+			h2dSplit, gpuSplit, hostSplit, h2d, hostHost)
 	}
 }
