@@ -223,7 +223,9 @@ func (c *Cluster) SetPlacement(p *plan.Plan) {
 func (c *Cluster) gpuScanUnit(t *scheduler.Task) bool { return scanUnit(t) && !c.hostScans[t.Pipeline] }
 
 // gpuKernel: a kernel that a GPUScansOnly node runs on its GPU.
-func (c *Cluster) gpuKernel(t *scheduler.Task) bool { return c.gpuScanUnit(t) && !c.splitScans[t.Pipeline] }
+func (c *Cluster) gpuKernel(t *scheduler.Task) bool {
+	return c.gpuScanUnit(t) && !c.splitScans[t.Pipeline]
+}
 
 // rec is the payload of one flow: the task it executes and, for a send
 // with a matched receive, the receive.
