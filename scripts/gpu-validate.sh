@@ -152,6 +152,15 @@ if want hybrid || want main; then
 		echo "   cpu round $r exit $?" | tee -a "$LOG"
 	done
 	cat "$H/gpu-1.err" >>"$LOG"
+	# One device's streams, traced (validate runs as many devices as the
+	# profile has GPUs: one).
+	for b in gpu cpu; do
+		flags=""
+		[ $b = gpu ] && flags="--gpu 0 --gpu-hybrid"
+		timeout 60 "$CARRY/gostachio" query --data "$DATA" --query "${HTRACE:-q18}" $flags --devices 1 --trace "$H/trace-$b-1dev.json" \
+			>/dev/null 2>>"$LOG"
+		echo "   $b traced, 1 device: exit $?" | tee -a "$LOG"
+	done
 	timeout 200 "$CARRY/gostachio" validate --gpu 0 --gpu-hybrid --profile "${PROFILE:-sim/profiles/h100-gpu-calibrated.yaml}" --data "$DATA" \
 		--queries "${HQUERIES:-q1,q3,q4,q6,q14,q15,q18}" --policies serial,overlap --sets "chunk=16MiB" --rounds "${HVROUNDS:-5}" --warmup 1 \
 		--out "$H/validate" >"$H/validate/report.txt" 2>>"$LOG"

@@ -31,7 +31,7 @@ import (
 var ErrNoDriver = errors.New("gpu: no CUDA driver on this machine (libcuda.so.1 not found); without --gpu the CPU engine runs")
 
 // modules are the kernel modules (kernels/cuda/<name>.cu) the pipelines use.
-var modules = []string{"arith", "groupby", "join", "pipeline", "select"}
+var modules = []string{"arith", "groupby", "join", "pipeline", "select", "strings"}
 
 // Device is one GPU with the kernel modules loaded and a pool of device
 // memory. Its methods are safe for concurrent use; work on one stream is

@@ -310,6 +310,11 @@ func (r *run) pred(e plan.Expr, flags cuda.DevicePtr, mode int32) error {
 			return r.launch("select", "flags_combine", 0, flags, tmp, n, mode)
 		}
 		return nil
+	}
+	if stringPredicate(c) {
+		return r.strPred(c, flags, mode)
+	}
+	switch c.Fn {
 	case plan.FnBetween:
 		return r.between(c, flags, mode)
 	case plan.FnIn, plan.FnNotIn:

@@ -41,7 +41,7 @@ func RowPrefix(ops []plan.Op) (n int, why string) {
 				continue
 			}
 		case plan.OpFilter:
-			if err := predicateSupported(op.Expr); err != nil {
+			if err := predicateSupported(op.Expr, true); err != nil {
 				return prefixIf(filter, i), fmt.Sprintf("%s %q: %v", op.Kind, op.Label, err)
 			}
 			filter = true

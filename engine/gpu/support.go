@@ -26,7 +26,7 @@ func Supported(ops []plan.Op) error {
 		switch op.Kind {
 		case plan.OpScan:
 		case plan.OpFilter:
-			if err := predicateSupported(op.Expr); err != nil {
+			if err := predicateSupported(op.Expr, false); err != nil {
 				return fmt.Errorf("%s %q: %w", op.Kind, op.Label, err)
 			}
 		case plan.OpProject:
@@ -75,16 +75,20 @@ func unsupported(op *plan.Op, where string) error {
 }
 
 // predicateSupported: and/or/not of comparisons, between and in over
-// integer, decimal and date values.
-func predicateSupported(e plan.Expr) error {
+// integer, decimal and date values; with strings (the operator-at-a-time
+// path: the row path) also the string predicates of strpred.go.
+func predicateSupported(e plan.Expr, strings bool) error {
 	c, ok := e.(plan.Call)
 	if !ok {
 		return fmt.Errorf("predicate %s: not a comparison", e)
 	}
+	if strings && stringPredicate(c) {
+		return nil
+	}
 	switch c.Fn {
 	case plan.FnAnd, plan.FnOr, plan.FnNot:
 		for _, a := range c.Args {
-			if err := predicateSupported(a); err != nil {
+			if err := predicateSupported(a, strings); err != nil {
 				return err
 			}
 		}
