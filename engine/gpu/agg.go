@@ -1,10 +1,12 @@
 package gpu
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"math"
 	"math/bits"
+	"slices"
 
 	"gostachio/kernels/cpu"
 	"gostachio/kernels/cuda"
@@ -288,6 +290,7 @@ func (r *run) aggregate(op *plan.Op, flags cuda.DevicePtr, st *Stats) (*cpu.Batc
 		}
 	}
 	st.Selected, st.Groups = int(total), len(keep)
+	orderGroups(keep, groupKeys)
 	for i, a := range aggs {
 		if hAbs[i] != 0 {
 			if hi, lo := bits.Mul64(hAbs[i], total); hi != 0 || lo > math.MaxInt64 {
@@ -323,6 +326,22 @@ func (r *run) aggregate(op *plan.Op, flags cuda.DevicePtr, st *Stats) (*cpu.Batc
 		appendAggState(out, a, args[i].typ, args[i].scale, vals, rows)
 	}
 	return out, nil
+}
+
+// orderGroups orders the kept groups by their packed key (the key values'
+// order). The table numbers groups in slot order, i.e. by the high bits of
+// the key's hash, and the CPU aggregator that takes the state (Merge)
+// uses the same hash and picks its slots by the same bits: groups in that
+// order pile into one cluster of its linear probing while it merges
+// them: in a hybrid run of q18 on one device's streams (an H100 host),
+// merging the lineitem states (1.5 M groups over 5 units) took 2.2 s a
+// unit, where the CPU engine folds a unit in 0.13 s (TestGroupOrder).
+// Key order is unrelated to the hash and, for TPC-H's ascending keys,
+// the order the CPU engine's own rows come in.
+func orderGroups(keep []int, packed []int64) {
+	if len(keep) > 1 {
+		slices.SortFunc(keep, func(a, b int) int { return cmp.Compare(packed[a], packed[b]) })
+	}
 }
 
 // launchN launches over n items other than the run's rows.

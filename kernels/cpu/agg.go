@@ -147,6 +147,23 @@ func NewAggregator(keys []string, aggs plan.Aggs, final bool) *Aggregator {
 // Groups is the number of groups so far (1 with no keys).
 func (a *Aggregator) Groups() int { return a.groups }
 
+// LongestRun is the longest run of occupied slots in the group table: the
+// most slots one lookup can probe. Keys that arrive sorted by their home
+// slot (the high bits of their hash) pile into one run; other orders
+// leave runs of a few dozen slots at most. For diagnostics and tests.
+func (a *Aggregator) LongestRun() int {
+	run, longest := 0, 0
+	for s := 0; s < a.tsize; s++ {
+		if (a.tab1 != nil && a.tab1[s].g != 0) || (a.tab1 == nil && a.table[s] != 0) {
+			run++
+			longest = max(longest, run)
+		} else {
+			run = 0
+		}
+	}
+	return longest
+}
+
 func (a *Aggregator) role() string {
 	if a.final {
 		return "final aggregate"
