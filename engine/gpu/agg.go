@@ -72,32 +72,13 @@ func (d *Device) Partial(s *cuda.Stream, in *Batch, ops []plan.Op) (*cpu.Batch, 
 		switch op.Kind {
 		case plan.OpScan:
 		case plan.OpFilter:
-			if r.n == 0 {
-				continue
-			}
-			mode := modeAnd
-			if flags == 0 {
-				if flags, err = r.scratch(r.n, 1); err != nil {
-					return nil, st, err
-				}
-				mode = modeSet
-			}
-			if err := r.pred(op.Expr, flags, mode); err != nil {
-				return nil, st, fmt.Errorf("%s %q: %w", op.Kind, op.Label, err)
+			if err := r.filter(op, &flags); err != nil {
+				return nil, st, err
 			}
 		case plan.OpProject:
-			next := map[string]Col{}
-			for _, ne := range op.Expr.(plan.Projection) {
-				v, err := r.eval(ne.E)
-				if err != nil {
-					return nil, st, fmt.Errorf("%s %q: %s: %w", op.Kind, op.Label, ne.Name, err)
-				}
-				if v.lit {
-					return nil, st, fmt.Errorf("%s %q: %s: a literal column is not on the GPU path yet", op.Kind, op.Label, ne.Name)
-				}
-				next[ne.Name] = v.col
+			if _, err := r.project(op); err != nil {
+				return nil, st, err
 			}
-			r.cols, r.memo = next, nil
 		case plan.OpAggPartial:
 			out, err := r.aggregate(op, flags, &st)
 			st.Launches = r.launches

@@ -113,34 +113,13 @@ func (d *Device) Rows(s *cuda.Stream, in *Batch, ops []plan.Op) (*cpu.Batch, Sta
 		switch op.Kind {
 		case plan.OpScan:
 		case plan.OpFilter:
-			if r.n == 0 {
-				continue
-			}
-			mode := modeAnd
-			if flags == 0 {
-				if flags, err = r.scratch(r.n, 1); err != nil {
-					return nil, st, err
-				}
-				mode = modeSet
-			}
-			if err := r.pred(op.Expr, flags, mode); err != nil {
-				return nil, st, fmt.Errorf("%s %q: %w", op.Kind, op.Label, err)
-			}
-		case plan.OpProject:
-			if err := projectionSupported(op); err != nil {
+			if err := r.filter(op, &flags); err != nil {
 				return nil, st, err
 			}
-			next := map[string]Col{}
-			names = names[:0]
-			for _, ne := range op.Expr.(plan.Projection) {
-				v, err := r.eval(ne.E)
-				if err != nil {
-					return nil, st, fmt.Errorf("%s %q: %s: %w", op.Kind, op.Label, ne.Name, err)
-				}
-				next[ne.Name] = v.col
-				names = append(names, ne.Name)
+		case plan.OpProject:
+			if names, err = r.project(op); err != nil {
+				return nil, st, err
 			}
-			r.cols, r.memo = next, nil
 		default:
 			return nil, st, fmt.Errorf("%s %q: not on the GPU row path", op.Kind, op.Label)
 		}
@@ -148,6 +127,50 @@ func (d *Device) Rows(s *cuda.Stream, in *Batch, ops []plan.Op) (*cpu.Batch, Sta
 	out, err := r.gatherRows(names, flags)
 	st.Launches = r.launches
 	return out, st, err
+}
+
+// filter ands filter op's predicate into *flags (made, and set by this
+// first filter, where *flags is 0); over no rows it does nothing.
+func (r *run) filter(op *plan.Op, flags *cuda.DevicePtr) error {
+	if r.n == 0 {
+		return nil
+	}
+	mode := modeAnd
+	if *flags == 0 {
+		f, err := r.scratch(r.n, 1)
+		if err != nil {
+			return err
+		}
+		*flags, mode = f, modeSet
+	}
+	if err := r.pred(op.Expr, *flags, mode); err != nil {
+		return fmt.Errorf("%s %q: %w", op.Kind, op.Label, err)
+	}
+	return nil
+}
+
+// project replaces the run's columns by projection op's and returns their
+// names in the projection's order.
+func (r *run) project(op *plan.Op) ([]string, error) {
+	proj, ok := op.Expr.(plan.Projection)
+	if !ok {
+		return nil, unsupported(op, "without a projection list")
+	}
+	next := map[string]Col{}
+	names := make([]string, 0, len(proj))
+	for _, ne := range proj {
+		v, err := r.eval(ne.E)
+		if err != nil {
+			return nil, fmt.Errorf("%s %q: %s: %w", op.Kind, op.Label, ne.Name, err)
+		}
+		if v.lit {
+			return nil, fmt.Errorf("%s %q: %s: a literal column is not on the GPU path yet", op.Kind, op.Label, ne.Name)
+		}
+		next[ne.Name] = v.col
+		names = append(names, ne.Name)
+	}
+	r.cols, r.memo = next, nil
+	return names, nil
 }
 
 // launchGrid launches kernel name of module mod with grid x block threads.
