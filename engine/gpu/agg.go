@@ -45,16 +45,9 @@ type Stats struct {
 // largest |value| x rows could exceed int64 is an error.
 func (d *Device) Partial(s *cuda.Stream, in *Batch, ops []plan.Op) (*cpu.Batch, Stats, error) {
 	st := Stats{Rows: in.Rows}
-	r := &run{d: d, s: s, batch: in, n: in.Rows, cols: map[string]Col{}, arena: arena{d: d}}
-	defer func() {
-		s.Synchronize()
-		r.arena.release()
-	}()
-	for i, name := range in.Names {
-		r.cols[name] = in.Cols[i]
-	}
-	var err error
-	if r.ovf, err = r.scratch(1, 4); err != nil {
+	r, err := d.newRun(s, in)
+	defer r.close()
+	if err != nil {
 		return nil, st, err
 	}
 	if !d.operatorAtATime.Load() {

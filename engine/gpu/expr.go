@@ -26,6 +26,25 @@ type run struct {
 	launches int
 }
 
+// newRun starts a run of the operator path over in on stream s: in's
+// columns, and the overflow flag that arithmetic kernels set. Close the
+// run (also when newRun fails) once done with what it made.
+func (d *Device) newRun(s *cuda.Stream, in *Batch) (*run, error) {
+	r := &run{d: d, s: s, batch: in, n: in.Rows, cols: map[string]Col{}, arena: arena{d: d}}
+	for i, name := range in.Names {
+		r.cols[name] = in.Cols[i]
+	}
+	var err error
+	r.ovf, err = r.scratch(1, 4)
+	return r, err
+}
+
+// close waits for the run's stream and returns its device memory.
+func (r *run) close() {
+	r.s.Synchronize()
+	r.arena.release()
+}
+
 func (r *run) launch(mod, name string, shared int, args ...any) error {
 	r.launches++
 	if err := r.d.launch(r.s, mod, name, r.n, shared, args...); err != nil {

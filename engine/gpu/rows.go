@@ -91,22 +91,15 @@ func projectionSupported(op *plan.Op) error {
 // Partial. An op outside the row path is an error naming it.
 func (d *Device) Rows(s *cuda.Stream, in *Batch, ops []plan.Op) (*cpu.Batch, Stats, error) {
 	st := Stats{Rows: in.Rows}
-	r := &run{d: d, s: s, batch: in, n: in.Rows, cols: map[string]Col{}, arena: arena{d: d}}
-	defer func() {
-		s.Synchronize()
-		r.arena.release()
-	}()
 	if in.Rows > maxRowsBatch {
 		return nil, st, fmt.Errorf("gpu: %d rows in one unit: the row path selects at most %d (a smaller --chunk)", in.Rows, maxRowsBatch)
 	}
-	names := append([]string(nil), in.Names...)
-	for i, name := range in.Names {
-		r.cols[name] = in.Cols[i]
-	}
-	var err error
-	if r.ovf, err = r.scratch(1, 4); err != nil {
+	r, err := d.newRun(s, in)
+	defer r.close()
+	if err != nil {
 		return nil, st, err
 	}
+	names := append([]string(nil), in.Names...)
 	var flags cuda.DevicePtr
 	for i := range ops {
 		op := &ops[i]
