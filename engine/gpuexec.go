@@ -53,7 +53,7 @@ func PlaceGPU(p *plan.Plan, hybrid bool) ([]GPUPlacement, error) {
 		pg := GPUPlacement{Pipeline: i, Name: pl.Name, OnGPU: true, GPUOps: len(pl.Ops), Ops: len(pl.Ops)}
 		if err := gpu.Supported(pl.Ops); err != nil {
 			if !hybrid {
-				return nil, fmt.Errorf("engine: %s on the GPU: pipeline %d (%s): %w (--gpu-hybrid runs such pipelines on the host): %w",
+				return nil, fmt.Errorf("engine: %s on the GPU: pipeline %d (%s): %w (--gpu-hybrid runs what the GPU path lacks on the host): %w",
 					p.Name, i, pl.Name, err, ErrGPUPath)
 			}
 			pg.Reason = err.Error()
