@@ -78,9 +78,11 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 	}
 	defer TuneGC()()
 	FitHeapLimit(ds)
-	if opts.UseGPU && opts.Devices == 0 {
+	if opts.UseGPU && opts.Devices == 0 && !opts.GPUHybrid {
 		// One scheduler device per GPU (its copy and kernel streams
-		// overlap units already); more only multiply the streams.
+		// overlap units already); more only multiply the streams. A hybrid
+		// run keeps the CPU engine's one per core: the host runs its
+		// probes, aggregations and exchanges, one worker per device.
 		opts.Devices = 1
 	}
 	if opts.UseGPU && opts.GPU == nil {

@@ -41,7 +41,7 @@ func addRunFlags(f *pflag.FlagSet, o *engine.RunOptions, worker bool) *runFlags 
 	f.StringVar(&o.IO, "io", "auto", "storage backend: auto, uring, pread")
 	rf.gpu = -1
 	if !worker {
-		f.IntVar(&rf.gpu, "gpu", -1, "run the scan pipelines on this CUDA device (scan, filter, project and partial aggregates: all of Q1 and Q6; with --gpu-hybrid every query; --devices defaults to 1; -1: the CPU engine)")
+		f.IntVar(&rf.gpu, "gpu", -1, "run the scan pipelines on this CUDA device (scan, filter, project and partial aggregates: all of Q1 and Q6; with --gpu-hybrid every query; --devices defaults to 1, with --gpu-hybrid to one per core; -1: the CPU engine)")
 		f.StringVar(&rf.gpuMem, "gpu-mem", "", "device memory budget of --gpu (default: 90% of the free memory)")
 		f.BoolVar(&o.GPUHybrid, "gpu-hybrid", false, "with --gpu: run the scan pipelines the GPU path cannot run on the host instead of refusing the query (stderr says which ran where)")
 	}
