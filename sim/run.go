@@ -55,6 +55,12 @@ type SimOptions struct {
 	// host.reference), as `validate --rescale-cpu` and `cluster bench-sim
 	// --rescale-cpu` measure it. GPU prices stay.
 	CPUSlowdown float64
+	// Place, when set, places the query's pipelines before the run (on a
+	// GPU-backend profile, node.gpu_scans_only: plan.Pipeline.OnHost and
+	// HostFrom, as `sim --gpu-hybrid` sets them with engine.PlaceGPU, which
+	// this package does not import). A profile of another kind is an
+	// error: it would ignore the placement.
+	Place func(*plan.Plan) error
 }
 
 // Simulate runs plan p under pol on nodes nodes of prof and reports. sink,
@@ -158,6 +164,14 @@ func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 	p, err := queries.Build(opts.Query, opts.SF, tables)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if opts.Place != nil {
+		if !prof.Node.GPUScansOnly {
+			return nil, fmt.Errorf("sim: profile %s does not model the engine's GPU backend (node.gpu_scans_only): it has no placement to follow", prof.Name)
+		}
+		if err := opts.Place(p); err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
 	}
 	pol, err := scheduler.NewPolicy(opts.Policy, opts.Set)
 	if err != nil {

@@ -199,3 +199,40 @@ func TestRunCPUSlowdown(t *testing.T) {
 		}
 	}
 }
+
+// TestRunReportPlace: SimOptions.Place places the planned query before
+// the run (here every scan pipeline on the host: no GPU work left), and
+// a profile that does not model the GPU backend refuses it.
+func TestRunReportPlace(t *testing.T) {
+	onHost := func(p *plan.Plan) error {
+		for i := range p.Pipelines {
+			if p.Pipelines[i].Source.Kind == plan.SourceScan {
+				p.Pipelines[i].OnHost = true
+			}
+		}
+		return nil
+	}
+	gpuWork := func(place func(*plan.Plan) error) float64 {
+		rep, err := RunReport(context.Background(), SimOptions{Profile: "h200-gpu-calibrated", SF: 1, Query: "q6", Place: place})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rep.Resources {
+			if r.Kind == "gpu" {
+				return r.Work
+			}
+		}
+		t.Fatal("no gpu resource in the report")
+		return 0
+	}
+	if w := gpuWork(nil); w <= 0 {
+		t.Errorf("as planned: gpu work %v, want the scan's kernels", w)
+	}
+	if w := gpuWork(onHost); w != 0 {
+		t.Errorf("placed on the host: gpu work %v, want none", w)
+	}
+	_, err := RunReport(context.Background(), SimOptions{Profile: "devbox", SF: 1, Query: "q6", Place: onHost})
+	if err == nil || !strings.Contains(err.Error(), "gpu_scans_only") {
+		t.Errorf("placement on a CPU profile: %v, want a refusal naming gpu_scans_only", err)
+	}
+}

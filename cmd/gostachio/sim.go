@@ -6,6 +6,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"gostachio/dataset"
+	"gostachio/engine"
+	"gostachio/plan"
 	"gostachio/sim"
 	"gostachio/tpch"
 	"gostachio/traces"
@@ -16,12 +18,22 @@ func init() { commands = append(commands, newSimCmd) }
 func newSimCmd(g *globals) *cobra.Command {
 	var o sim.SimOptions
 	var data, replay string
+	var hybrid bool
 	cmd := &cobra.Command{
 		Use:   "sim --profile P --sf F --query Q --policy P",
 		Short: "Simulate a TPC-H query on a cluster of a hardware profile under a policy",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.JSON = g.json
+			if hybrid {
+				if replay != "" {
+					return fmt.Errorf("sim: --gpu-hybrid places a planned query; a replay keeps its trace's placement")
+				}
+				o.Place = func(p *plan.Plan) error {
+					_, err := engine.PlaceGPU(p, true)
+					return err
+				}
+			}
 			if replay != "" {
 				return runReplay(c, o, replay, data)
 			}
@@ -48,6 +60,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	f.Float64Var(&o.Jitter, "jitter", 0, "vary every latency by ±this fraction (seeded)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the jitter")
 	f.Float64Var(&o.CPUSlowdown, "cpu-slowdown", 0, "multiply the host's compute prices by this factor (a CPU reference's time now over at calibration; 0: as profiled)")
+	f.BoolVar(&hybrid, "gpu-hybrid", false, "with a GPU-backend profile (h100-gpu-calibrated, h200-gpu-calibrated): place the scan pipelines as query --gpu-hybrid runs them (what the GPU path lacks on the host)")
 	f.StringVar(&replay, "replay", "", "re-simulate this engine trace with its real per-unit output sizes (--policy: what-if; default the recorded one)")
 	return cmd
 }
