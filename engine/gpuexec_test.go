@@ -26,14 +26,7 @@ import (
 // scan pipelines the GPU path cannot run on the host) against the official
 // answers. Skipped without a GPU.
 func TestGPUAnswers(t *testing.T) {
-	if _, err := cuda.Load(); err != nil {
-		t.Skip("no CUDA driver: ", err)
-	}
-	dev, err := gpu.Open(0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openTestGPU(t)
 	sfs := []float64{0.01, 1}
 	if testing.Short() {
 		sfs = sfs[:1]
@@ -85,6 +78,21 @@ func TestGPUAnswers(t *testing.T) {
 	if dev.Peak() <= 0 {
 		t.Errorf("device memory peak %d after the runs", dev.Peak())
 	}
+}
+
+// openTestGPU opens GPU 0 for a test, closed when it ends; the test is
+// skipped without a CUDA driver.
+func openTestGPU(t *testing.T) *gpu.Device {
+	t.Helper()
+	if _, err := cuda.Load(); err != nil {
+		t.Skip("no CUDA driver: ", err)
+	}
+	dev, err := gpu.Open(0, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { dev.Close() })
+	return dev
 }
 
 // TestGPUWithoutDriver: asking for the GPU on a machine without a CUDA
@@ -261,14 +269,7 @@ func TestPlaceGPU(t *testing.T) {
 // come back equal the CPU's, column by column (names, types, scales,
 // values, order). Skipped without a GPU.
 func TestGPURowsMatchCPU(t *testing.T) {
-	if _, err := cuda.Load(); err != nil {
-		t.Skip("no CUDA driver: ", err)
-	}
-	dev, err := gpu.Open(0, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dev.Close()
+	dev := openTestGPU(t)
 	s, err := dev.Context().NewStream(cuda.StreamNonBlocking)
 	if err != nil {
 		t.Fatal(err)
