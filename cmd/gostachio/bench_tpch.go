@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -19,6 +20,9 @@ func newBenchTPCHCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.JSON = g.json
+			if o.Devices < 0 {
+				return fmt.Errorf("bench tpch: --devices %d: want a positive number of worker groups (0 or no flag: the default)", o.Devices)
+			}
 			for _, p := range strings.Split(policies, ",") {
 				if p = strings.TrimSpace(p); p != "" {
 					o.Policies = append(o.Policies, p)

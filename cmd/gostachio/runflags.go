@@ -60,6 +60,9 @@ func (rf *runFlags) resolve(g *globals) error {
 		}
 		rf.o.Mem = n
 	}
+	if rf.o.Devices < 0 {
+		return fmt.Errorf("--devices %d: want a positive number of worker groups (0 or no flag: the default)", rf.o.Devices)
+	}
 	rf.o.UseGPU, rf.o.GPUOrdinal = rf.gpu >= 0, rf.gpu
 	if rf.o.GPUHybrid && !rf.o.UseGPU {
 		return fmt.Errorf("--gpu-hybrid needs --gpu N")

@@ -25,6 +25,10 @@ func newSimCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.JSON = g.json
+			if o.Nodes < 1 {
+				// SimOptions takes 0 for its default; a flag asks for a size.
+				return fmt.Errorf("sim: --nodes %d must be at least 1", o.Nodes)
+			}
 			if hybrid {
 				if replay != "" {
 					return fmt.Errorf("sim: --gpu-hybrid places a planned query; a replay keeps its trace's placement")

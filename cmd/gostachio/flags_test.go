@@ -1,0 +1,41 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+)
+
+// TestFlagsRejected runs the command tree on flags that are out of range
+// and checks each is refused with an error naming the flag, before any
+// work starts (no dataset is opened: the paths do not exist).
+func TestFlagsRejected(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"sim", "--nodes", "0", "--query", "q1"}, "--nodes 0 must be at least 1"},
+		{[]string{"sim", "--nodes", "-2", "--query", "q1"}, "--nodes -2 must be at least 1"},
+		{[]string{"query", "--data", "/nonexistent", "--devices", "-3"}, "--devices -3"},
+		{[]string{"query", "--data", "/nonexistent", "--gpu-hybrid"}, "--gpu-hybrid needs --gpu"},
+		{[]string{"query", "--data", "/nonexistent", "--mem", "lots"}, `"lots" is not a byte size`},
+		{[]string{"bench", "tpch", "--data", "/nonexistent", "--devices", "-1"}, "--devices -1"},
+		{[]string{"gen", "--sf", "0", "--out", "/nonexistent/x"}, "scale factor 0"},
+		{[]string{"partition", "/nonexistent", "--partitions", "0", "--out", "/nonexistent/y"}, "--partitions 0"},
+	} {
+		root := newRoot()
+		var out, errOut bytes.Buffer
+		root.SetOut(&out)
+		root.SetErr(&errOut)
+		root.SetArgs(tc.args)
+		err := root.ExecuteContext(context.Background())
+		if err == nil {
+			t.Errorf("%s: accepted (stdout %q)", strings.Join(tc.args, " "), out.String())
+			continue
+		}
+		if !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %q, want it to contain %q", strings.Join(tc.args, " "), err, tc.want)
+		}
+	}
+}
