@@ -346,7 +346,10 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	// Engine: rounds of all cases in a seeded random order.
 	defer engine.TuneGC()()
 	engine.FitHeapLimit(ds)
-	base := engine.QueryOptions{Log: logw}
+	if err := engine.VerifyOnce(ctx, ds, logw); err != nil {
+		return nil, err
+	}
+	base := engine.QueryOptions{Log: logw, NoVerify: true}
 	if opts.UseGPU {
 		dev, err := gpu.Open(opts.GPUOrdinal, 0)
 		if err != nil {

@@ -1,7 +1,9 @@
 package dataset
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"text/tabwriter"
@@ -135,4 +137,37 @@ func statString(v Value) string {
 		return fmt.Sprintf("%q…", string(s[:24]))
 	}
 	return fmt.Sprintf("%q", v.Str)
+}
+
+// VerifyDataset opens the dataset in dir and checks every buffer against
+// its recorded checksum (Verify), reporting progress through progress (may
+// be nil). It writes the report to w — as indented JSON (VerifyReport) when
+// jsonOut — and returns Verify's error: a mismatch, a short read, or a
+// dataset without checksums.
+func VerifyDataset(ctx context.Context, dir string, jsonOut bool, w io.Writer, progress func(done, total int64)) error {
+	ds, err := Open(dir)
+	if err != nil {
+		return err
+	}
+	r, verr := ds.Verify(ctx, progress)
+	if jsonOut {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(r); err != nil {
+			return err
+		}
+		return verr
+	}
+	if errors.Is(verr, ErrNoChecksums) || (verr != nil && !errors.Is(verr, ErrChecksum)) {
+		return verr
+	}
+	fmt.Fprintf(w, "verified %s: %d tables, %d chunks, %d buffers, %d bytes (%s)\n",
+		r.Dir, r.Tables, r.Chunks, r.Buffers, r.Bytes, r.Checksums)
+	for _, b := range r.Bad {
+		fmt.Fprintf(w, "MISMATCH %s\n", b)
+	}
+	if r.BadCount > len(r.Bad) {
+		fmt.Fprintf(w, "... and %d more\n", r.BadCount-len(r.Bad))
+	}
+	return verr
 }

@@ -37,9 +37,17 @@ type Manifest struct {
 	// (see partition.go); 0, absent in JSON, means unpartitioned. In a
 	// partitioned dataset a table is either hash-partitioned into exactly
 	// Partitions parts or replicated (TableMeta.Partitions 0).
-	Partitions int         `json:"partitions,omitempty"`
-	Tables     []TableMeta `json:"tables"`
+	Partitions int `json:"partitions,omitempty"`
+	// Checksums names the checksum every BufferRef.CRC holds: ChecksumCRC32C,
+	// or "" (absent in JSON) for datasets written before checksums, whose
+	// buffers cannot be verified.
+	Checksums string      `json:"checksums,omitempty"`
+	Tables    []TableMeta `json:"tables"`
 }
+
+// ChecksumCRC32C is Manifest.Checksums when every buffer records the
+// CRC-32C (Castagnoli) of its Len bytes (arrowipc.CRC32C).
+const ChecksumCRC32C = "crc32c"
 
 // Generator identifies what wrote a dataset.
 type Generator struct {
@@ -164,6 +172,9 @@ type ColumnChunk struct {
 type BufferRef struct {
 	Off int64 `json:"off"`
 	Len int64 `json:"len"`
+	// CRC is the buffer's checksum when Manifest.Checksums says so (0 is
+	// a checksum like any other: absent in JSON, it reads back as 0).
+	CRC uint32 `json:"crc,omitempty"`
 }
 
 // Padded is Len rounded up to the alignment.

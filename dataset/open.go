@@ -171,6 +171,9 @@ func (ds *Dataset) validate(mpath string) error {
 	if m.Partitions < 0 {
 		return corrupt(mpath, "partitions %d is negative", m.Partitions)
 	}
+	if m.Checksums != "" && m.Checksums != ChecksumCRC32C {
+		return corrupt(mpath, "checksums %q: this build knows %q", m.Checksums, ChecksumCRC32C)
+	}
 	for ti := range m.Tables {
 		tm := &m.Tables[ti]
 		where := fmt.Sprintf("%s: table %q", mpath, tm.Name)

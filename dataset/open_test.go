@@ -97,6 +97,9 @@ func TestOpenBadInput(t *testing.T) {
 		{"decimal scale", func(t *testing.T, dir string) {
 			editManifest(t, dir, func(m map[string]any) { column(m, "alltypes", 1)["scale"] = 3 })
 		}, ErrCorrupt, "precision/scale"},
+		{"unknown checksum", func(t *testing.T, dir string) {
+			editManifest(t, dir, func(m map[string]any) { m["checksums"] = "md5" })
+		}, ErrCorrupt, `checksums "md5"`},
 		{"data file missing", func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "nation.arrow")) }, fs.ErrNotExist, "nation.arrow"},
 		{"data file truncated", func(t *testing.T, dir string) {
 			st, _ := os.Stat(filepath.Join(dir, "lineitem.arrow"))

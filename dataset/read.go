@@ -57,7 +57,9 @@ func (ds *Dataset) Stripes() []string { return append([]string(nil), ds.stripes.
 // table with plain positional reads. The batch's Table is the table's
 // schema when all columns are read in order, else a projected table with
 // just the requested columns in the requested order. String offsets are
-// checked, so a file changed after Open yields ErrCorrupt, not a panic.
+// checked, and every buffer against its checksum where the manifest records
+// them, so a file changed after Open yields ErrCorrupt, not a panic or
+// other values.
 // For tools and tests; the engine reads buffers itself from ChunkMeta.
 func (ds *Dataset) ReadChunk(table string, i int, cols []string) (*schema.Batch, error) {
 	tm, err := ds.Table(table)
@@ -88,15 +90,15 @@ func (ds *Dataset) ReadChunk(table string, i int, cols []string) (*schema.Batch,
 		switch col.Type {
 		case schema.Int64, schema.Decimal:
 			v.I64 = make([]int64, rows)
-			err = readInto(f, bufs[1], asBytes(v.I64))
+			err = ds.readVerified(f, bufs[1], asBytes(v.I64))
 		case schema.Int32, schema.Date:
 			v.I32 = make([]int32, rows)
-			err = readInto(f, bufs[1], asBytes(v.I32))
+			err = ds.readVerified(f, bufs[1], asBytes(v.I32))
 		case schema.String:
 			v.Offsets = make([]int32, rows+1)
 			v.Bytes = make([]byte, bufs[2].Len)
-			if err = readInto(f, bufs[1], asBytes(v.Offsets)); err == nil {
-				err = readInto(f, bufs[2], v.Bytes)
+			if err = ds.readVerified(f, bufs[1], asBytes(v.Offsets)); err == nil {
+				err = ds.readVerified(f, bufs[2], v.Bytes)
 			}
 			if err == nil {
 				err = checkOffsets(v.Offsets, len(v.Bytes))
@@ -138,6 +140,15 @@ func project(t *schema.Table, cols []string) (*schema.Table, []int, error) {
 		}
 	}
 	return p, idx, nil
+}
+
+// readVerified reads buffer b into dst and checks its checksum when the
+// dataset records them.
+func (ds *Dataset) readVerified(r io.ReaderAt, b BufferRef, dst []byte) error {
+	if err := readInto(r, b, dst); err != nil {
+		return err
+	}
+	return ds.VerifyBuffer(b, dst)
 }
 
 func readInto(r io.ReaderAt, b BufferRef, dst []byte) error {

@@ -362,7 +362,7 @@ func (tw *TableWriter) appendLocked(slot, part int, b *schema.Batch) error {
 	for i, c := range tw.table.Columns {
 		cc := &ch.Columns[i]
 		for _, buf := range lay.Columns[i] {
-			cc.Buffers = append(cc.Buffers, BufferRef{Off: buf.Offset, Len: buf.Length})
+			cc.Buffers = append(cc.Buffers, BufferRef{Off: buf.Offset, Len: buf.Length, CRC: buf.CRC})
 		}
 		cc.Min, cc.Max = columnStats(c.Type, &b.Cols[i], b.Rows)
 	}
@@ -453,7 +453,8 @@ func (w *Writer) Commit() error {
 
 func (w *Writer) commit() error {
 	m := Manifest{FormatVersion: FormatVersion, Name: w.meta.Name, ScaleFactor: w.meta.ScaleFactor,
-		Generator: w.meta.Generator, Alignment: arrowipc.Alignment, Partitions: w.parts, Tables: []TableMeta{}}
+		Generator: w.meta.Generator, Alignment: arrowipc.Alignment, Partitions: w.parts,
+		Checksums: ChecksumCRC32C, Tables: []TableMeta{}}
 	if m.Name == "" {
 		m.Name = filepath.Base(w.dir)
 	}

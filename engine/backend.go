@@ -104,6 +104,12 @@ type BackendOptions struct {
 	// unless GPUHybrid runs such pipelines on the host (PlaceGPU).
 	GPU       *gpu.Device
 	GPUHybrid bool
+	// NoVerify skips checking every read buffer against the CRC-32C its
+	// dataset's manifest recorded (datasets without checksums are never
+	// checked). With the check, a file changed behind the manifest fails
+	// the query naming the file, chunk and column, where it could
+	// otherwise give a wrong answer that looks right.
+	NoVerify bool
 }
 
 // Remote moves exchange data to the other nodes of a cluster (package
@@ -154,6 +160,7 @@ func NewBackend(ds *dataset.Dataset, p *plan.Plan, opts BackendOptions) (*Backen
 	}
 	b.alloc = b.reader.Allocator()
 	b.data = newRunData(ds, p, opts.Devices, opts.Mem)
+	b.data.verify = !opts.NoVerify && ds.Checksummed()
 	if opts.GPU != nil {
 		if err := b.data.useGPU(opts.GPU, opts.GPUHybrid); err != nil {
 			b.Close()

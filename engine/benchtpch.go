@@ -120,7 +120,10 @@ func BenchTPCH(ctx context.Context, opts BenchTPCHOptions, stdout, stderr io.Wri
 	}
 	defer TuneGC()()
 	FitHeapLimit(ds)
-	qo := QueryOptions{Devices: opts.Devices, Mem: opts.Mem, Set: opts.Set, Log: stderr}
+	if err := VerifyOnce(ctx, ds, stderr); err != nil {
+		return err
+	}
+	qo := QueryOptions{Devices: opts.Devices, Mem: opts.Mem, Set: opts.Set, Log: stderr, NoVerify: true}
 	reader, err := OpenSession(ctx, ds, qo)
 	if err != nil {
 		return err

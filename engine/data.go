@@ -42,6 +42,9 @@ type runData struct {
 	// remote carries sends to other nodes.
 	node, nodes int
 	remote      Remote
+	// verify checks each read buffer against its recorded checksum in the
+	// h2d (BackendOptions.NoVerify).
+	verify bool
 
 	mu    sync.Mutex
 	units map[unitKey]*unitData

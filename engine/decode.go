@@ -15,7 +15,9 @@ import (
 // (device memory), one batch per stored chunk, and releases the I/O
 // buffers (see decodeUnit: views of Heap buffers, copies of pooled ones).
 // String offsets are checked, so a file changed behind the manifest fails
-// the query instead of crashing it.
+// the query instead of crashing it, and, unless the run skips it
+// (BackendOptions.NoVerify), every buffer's checksum, so such a file
+// cannot give a wrong answer either.
 func (d *runData) copyIn(t *scheduler.Task) error {
 	pl := &d.plan.Pipelines[t.Pipeline]
 	table := d.plan.Tables[t.Table].Name
@@ -37,7 +39,11 @@ func (d *runData) copyIn(t *scheduler.Task) error {
 	// A GPU unit is uploaded before the read buffers are released, so its
 	// vectors may be views of any buffer (pinned ones upload as DMA).
 	gpuUnit := d.pipes[t.Pipeline].gpu
-	bs, err := decodeUnit(tm, int(t.Chunk), int(t.Chunks), cols, reads, gpuUnit)
+	var ds *dataset.Dataset
+	if d.verify {
+		ds = d.ds
+	}
+	bs, err := decodeUnit(ds, tm, int(t.Chunk), int(t.Chunks), cols, reads, gpuUnit)
 	if err != nil {
 		return fmt.Errorf("engine: %s unit %d of %s: %w", d.plan.Name, t.Unit, table, err)
 	}
@@ -60,8 +66,10 @@ func (d *runData) copyIn(t *scheduler.Task) error {
 // points into it), the vectors are views of the read data: the copy to the
 // "device" costs nothing on the CPU. Otherwise (pooled buffers, recycled
 // after Release) the values are copied out, unless views is set: the
-// caller is done with the vectors before it releases the buffers.
-func decodeUnit(tm *dataset.TableMeta, first, n int, cols []string, reads []readPiece, views bool) ([]*cpu.Batch, error) {
+// caller is done with the vectors before it releases the buffers. With
+// verify set, every buffer decoded is checked against the checksum verify's
+// manifest recorded (Dataset.VerifyBuffer) first.
+func decodeUnit(verify *dataset.Dataset, tm *dataset.TableMeta, first, n int, cols []string, reads []readPiece, views bool) ([]*cpu.Batch, error) {
 	if first < 0 || n <= 0 || first+n > len(tm.Chunks) {
 		return nil, fmt.Errorf("chunks [%d, %d) outside the table's %d", first, first+n, len(tm.Chunks))
 	}
@@ -88,6 +96,11 @@ func decodeUnit(tm *dataset.TableMeta, first, n int, cols []string, reads []read
 			bufs := ch.Columns[ci].Buffers
 			fail := func(what string, err error) error {
 				return fmt.Errorf("chunk %d column %s%s: %w", c, cols[k], what, err)
+			}
+			if verify != nil {
+				if err := verifyColumn(verify, reads, bufs); err != nil {
+					return nil, fmt.Errorf("%s: chunk %d column %s: %w", tm.Files[ch.File].Path, c, cols[k], err)
+				}
 			}
 			switch typ := tm.Schema.Columns[ci].Type; typ {
 			case schema.Int64, schema.Decimal:
@@ -139,6 +152,20 @@ func decodeUnit(tm *dataset.TableMeta, first, n int, cols []string, reads []read
 		out = append(out, b)
 	}
 	return out, nil
+}
+
+// verifyColumn checks a column chunk's buffers against their checksums.
+func verifyColumn(ds *dataset.Dataset, reads []readPiece, bufs []dataset.BufferRef) error {
+	for _, ref := range bufs {
+		data, err := find(reads, ref, ref.Len)
+		if err != nil {
+			return err
+		}
+		if err := ds.VerifyBuffer(ref, data); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // viewOrCopy returns the n values of type T in src: a view of src's

@@ -82,8 +82,69 @@ func TestCorruptStringOffsets(t *testing.T) {
 		t.Fatal(err)
 	}
 	f.Close()
-	_, err = Query(context.Background(), ds, "q1", QueryOptions{})
+	// Without the checksums (which catch it first: TestCorruptValue), the
+	// structural check of the offsets must still refuse them.
+	_, err = Query(context.Background(), ds, "q1", QueryOptions{NoVerify: true})
 	if err == nil || !strings.Contains(err.Error(), "l_returnflag") || !strings.Contains(err.Error(), "corrupt") {
 		t.Fatalf("corrupt offsets: %v, want an error naming l_returnflag as corrupt", err)
+	}
+	if errors.Is(err, dataset.ErrChecksum) {
+		t.Fatalf("corrupt offsets with NoVerify: %v, a checksum error", err)
+	}
+}
+
+// TestCorruptValue: one byte of one value changed behind the manifest
+// leaves every structure intact, so only the checksums can tell. The query
+// fails naming the file, chunk and column; skipping the check
+// (NoVerify) answers, and differently from the intact data — the wrong
+// answer that looks right which the check prevents.
+func TestCorruptValue(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := tpch.Gen(context.Background(), tpch.GenOptions{ScaleFactor: 0.01, Out: dir}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clean, err := Query(context.Background(), ds, "q1", QueryOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tm, _ := ds.Table("lineitem")
+	ci := tm.Schema.Column("l_quantity")
+	ref := tm.Chunks[0].Columns[ci].Buffers[1]
+	path, _, _ := ds.ChunkPath("lineitem", 0)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Value 100's second byte: +0x..00 cents, a large change of one sum.
+	if _, err := f.WriteAt([]byte{0x7f}, ref.Off+8*100+1); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, err = Query(context.Background(), ds, "q1", QueryOptions{})
+	if !errors.Is(err, dataset.ErrChecksum) {
+		t.Fatalf("changed value: %v, want a checksum error", err)
+	}
+	for _, s := range []string{"lineitem.arrow", "chunk 0", "l_quantity"} {
+		if !strings.Contains(err.Error(), s) {
+			t.Errorf("error %q does not name %q", err, s)
+		}
+	}
+	wrong, err := Query(context.Background(), ds, "q1", QueryOptions{NoVerify: true})
+	if err != nil {
+		t.Fatalf("NoVerify: %v", err)
+	}
+	same := wrong.Batch.Rows == clean.Batch.Rows
+	for i, row := range clean.Rows() {
+		if !same {
+			break
+		}
+		same = strings.Join(row, "|") == strings.Join(wrong.Rows()[i], "|")
+	}
+	if same {
+		t.Fatal("the changed value did not change q1's answer: the test does not show what the check prevents")
 	}
 }

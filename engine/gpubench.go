@@ -462,6 +462,9 @@ func gpuEfficiency(ev []scheduler.Event) float64 {
 // benchFromStorage runs every query from storage on the GPU and the CPU
 // under every policy, rounds interleaved (one warm-up pass first).
 func benchFromStorage(ctx context.Context, dev *gpu.Device, ds *dataset.Dataset, names []string, opts GPUBenchOptions, stderr io.Writer) ([]GPURun, error) {
+	if err := VerifyOnce(ctx, ds, stderr); err != nil {
+		return nil, err
+	}
 	defer TuneGC()()
 	FitHeapLimit(ds)
 	// The GPU runs read into pinned memory; the CPU runs into Go heap
@@ -494,7 +497,7 @@ func benchFromStorage(ctx context.Context, dev *gpu.Device, ds *dataset.Dataset,
 	}
 	for round := -1; round < opts.Rounds; round++ {
 		for _, k := range order {
-			qo := QueryOptions{Policy: k.pol, Set: opts.Set, Reader: readers[k.backend], Log: stderr}
+			qo := QueryOptions{Policy: k.pol, Set: opts.Set, Reader: readers[k.backend], Log: stderr, NoVerify: true}
 			if k.backend == "gpu" {
 				qo.GPU, qo.Devices = dev, 1
 			}

@@ -50,6 +50,9 @@ type QueryOptions struct {
 	// run on the host instead of refusing the query (PlaceGPU).
 	GPU       *gpu.Device
 	GPUHybrid bool
+	// NoVerify skips the check of every read buffer against its recorded
+	// checksum (BackendOptions.NoVerify).
+	NoVerify bool
 }
 
 // QueryResult is one finished query.
@@ -127,7 +130,8 @@ func RunPlan(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryO
 		return nil, err
 	}
 	b, err := NewBackend(ds, p, BackendOptions{Devices: opts.Devices, Mem: opts.Mem, Buffered: opts.Buffered,
-		IO: opts.IO, Allocator: opts.Allocator, Log: opts.Log, Reader: opts.Reader, GPU: opts.GPU, GPUHybrid: opts.GPUHybrid})
+		IO: opts.IO, Allocator: opts.Allocator, Log: opts.Log, Reader: opts.Reader, GPU: opts.GPU, GPUHybrid: opts.GPUHybrid,
+		NoVerify: opts.NoVerify})
 	if err != nil {
 		return nil, err
 	}

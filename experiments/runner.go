@@ -394,6 +394,9 @@ func newExecutor(ctx context.Context, s *Spec, log io.Writer) (*executor, error)
 		}
 		ex.prof = prof
 	case "engine":
+		if err := engine.VerifyOnce(ctx, ex.ds, log); err != nil {
+			return nil, err
+		}
 		ex.undoGC = engine.TuneGC()
 		engine.FitHeapLimit(ex.ds)
 		r, err := engine.OpenSession(ctx, ex.ds, engine.QueryOptions{Log: log})
@@ -402,7 +405,7 @@ func newExecutor(ctx context.Context, s *Spec, log io.Writer) (*executor, error)
 			return nil, err
 		}
 		ex.reader = r
-		ex.engOpt = engine.QueryOptions{Reader: r, Log: log}
+		ex.engOpt = engine.QueryOptions{Reader: r, Log: log, NoVerify: true}
 	default:
 		return nil, fmt.Errorf("experiments: unknown backend %q", s.Backend)
 	}

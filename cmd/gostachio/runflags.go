@@ -38,6 +38,7 @@ func addRunFlags(f *pflag.FlagSet, o *engine.RunOptions, worker bool) *runFlags 
 	f.StringVar(&rf.mem, "mem", "4GiB", mem)
 	f.IntVar(&o.Devices, "devices", 0, devices)
 	f.BoolVar(&o.Buffered, "buffered", false, "read through the page cache instead of O_DIRECT")
+	f.BoolVar(&o.NoVerify, "no-verify", false, "skip checking every buffer read against the CRC-32C the dataset's manifest recorded")
 	f.StringVar(&o.IO, "io", "auto", "storage backend: auto, uring, pread")
 	rf.gpu = -1
 	if !worker {

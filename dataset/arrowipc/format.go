@@ -62,6 +62,10 @@ func (b Block) BodyOffset() int64 { return b.Offset + int64(b.MetaLength) }
 type Buffer struct {
 	Offset int64
 	Length int64
+	// CRC is the CRC-32C (Castagnoli) of the buffer's Length bytes, set
+	// by FileWriter.WriteBatch (the file format has no place for it: the
+	// dataset's manifest keeps it). The reader leaves it 0.
+	CRC uint32
 }
 
 // Padded is the length rounded up to Alignment: what an O_DIRECT read of

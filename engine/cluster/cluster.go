@@ -62,6 +62,9 @@ type Job struct {
 	Mem      int64  `json:"mem"`
 	Buffered bool   `json:"buffered,omitempty"`
 	IO       string `json:"io,omitempty"`
+	// NoVerify: the workers skip checking read buffers against their
+	// recorded checksums (engine.BackendOptions.NoVerify).
+	NoVerify bool `json:"no_verify,omitempty"`
 	// Trace: every worker records its tasks and sends them to rank 0 at
 	// the end of each query (Options.OnTrace). [issue 9: traces]
 	Trace bool `json:"trace,omitempty"`
@@ -590,7 +593,7 @@ func (s *session) startQuery(q int, name string) error {
 	}
 	origin := time.Now().UnixNano() // the backend's clock starts in NewBackend
 	b, err := engine.NewBackend(s.ds, p, engine.BackendOptions{Devices: s.job.Devices, Mem: s.job.Mem,
-		Buffered: s.job.Buffered, IO: s.job.IO, Reader: s.rdr, Log: s.queryOptions().Log,
+		Buffered: s.job.Buffered, IO: s.job.IO, Reader: s.rdr, Log: s.queryOptions().Log, NoVerify: s.job.NoVerify,
 		Node: s.o.Rank, Nodes: s.o.World, Remote: remote{s, q}})
 	if err != nil {
 		return err

@@ -124,6 +124,9 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 	fmt.Fprintf(text, "\n== 2. engine (measured on this machine) and simulator: serial vs overlap ==\n")
 	defer engine.TuneGC()()
 	engine.FitHeapLimit(ds)
+	if err := engine.VerifyOnce(ctx, ds, stderr); err != nil {
+		return err
+	}
 	reader, err := engine.OpenSession(ctx, ds, engine.QueryOptions{Log: stderr})
 	if err != nil {
 		return err
@@ -167,7 +170,7 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 					if pol == "overlap" {
 						tr = &traces.Recorder{Run: q + "/" + pol}
 					}
-					qo := engine.QueryOptions{Policy: pol, Reader: reader, Log: stderr}
+					qo := engine.QueryOptions{Policy: pol, Reader: reader, Log: stderr, NoVerify: true}
 					if tr != nil {
 						qo.Trace = tr
 					}
