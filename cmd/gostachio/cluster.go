@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -48,9 +49,7 @@ removes the leftovers of launchers that are gone.`,
 			if c.Flags().ArgsLenAtDash() != 0 {
 				return fmt.Errorf("cluster: put the query options after '--': gostachio cluster --nodes N -- query --data DIR ...")
 			}
-			if len(args) > 0 && args[0] == "query" {
-				args = args[1:]
-			}
+			args = workerArgs(args, g.json)
 			l, err := cluster.ParseLink(link)
 			if err != nil {
 				return err
@@ -72,6 +71,19 @@ removes the leftovers of launchers that are gone.`,
 	f.BoolVar(&cleanup, "cleanup", false, "remove the namespaces, veths and bridges of --netns launchers that are gone ('--cleanup all': of live ones too) and exit")
 	cmd.AddCommand(newBenchExchangeCmd(g), newExchangePeerCmd(), newColocatePeerCmd(), newBenchSimCmd(g), newPoolLaunchesCmd(g))
 	return cmd
+}
+
+// workerArgs are the worker options of `cluster ... -- [query] ARGS`: the
+// query options after '--', and --json when the launcher was given it (a
+// global flag before '--' would otherwise apply to the launcher alone).
+func workerArgs(args []string, jsonOut bool) []string {
+	if len(args) > 0 && args[0] == "query" {
+		args = args[1:]
+	}
+	if jsonOut && !slices.Contains(args, "--json") {
+		args = append([]string{"--json"}, args...)
+	}
+	return args
 }
 
 func newBenchExchangeCmd(g *globals) *cobra.Command {

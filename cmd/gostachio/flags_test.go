@@ -39,3 +39,21 @@ func TestFlagsRejected(t *testing.T) {
 		}
 	}
 }
+
+// TestWorkerArgs: `gostachio --json cluster -- query ...` hands --json to
+// the workers, whose rank 0 prints the results.
+func TestWorkerArgs(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		json bool
+		want string
+	}{
+		{[]string{"query", "--data", "d"}, false, "--data d"},
+		{[]string{"--data", "d"}, true, "--json --data d"},
+		{[]string{"query", "--json", "--data", "d"}, true, "--json --data d"},
+	} {
+		if got := strings.Join(workerArgs(tc.args, tc.json), " "); got != tc.want {
+			t.Errorf("workerArgs(%q, %v) = %q, want %q", tc.args, tc.json, got, tc.want)
+		}
+	}
+}
