@@ -56,6 +56,37 @@ type RunOptions struct {
 	// error from it stops the experiment and RunSpec returns it (tests
 	// interrupt runs through it).
 	OnResult func(Result) error
+	// JSON prints the closing summary as a RunSummary object instead of
+	// a line of text.
+	JSON bool
+}
+
+// RunSummary is what RunSpec says when it is done (JSON with --json).
+type RunSummary struct {
+	Name    string `json:"name"`
+	Spec    string `json:"spec"`
+	Results string `json:"results"`
+	Shard   string `json:"shard"`
+	// Ran is how many runs this invocation ran; Done how many of the
+	// shard's Total are stored now.
+	Ran   int `json:"ran"`
+	Done  int `json:"done"`
+	Total int `json:"total"`
+}
+
+func (s RunSummary) write(w io.Writer, jsonOut bool) error {
+	if jsonOut {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(s)
+	}
+	var err error
+	if s.Ran == 0 {
+		_, err = fmt.Fprintf(w, "%s: all %d runs of shard %s already in %s\n", s.Name, s.Total, s.Shard, s.Results)
+	} else {
+		_, err = fmt.Fprintf(w, "%s: %d runs stored in %s (shard %s: %d of %d done)\n", s.Name, s.Ran, s.Results, s.Shard, s.Done, s.Total)
+	}
+	return err
 }
 
 // Machine describes the host that ran a session.
@@ -301,9 +332,10 @@ func RunSpec(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) err
 		fmt.Fprintf(stderr, " after %d warm-up runs per configuration", s.Warmup)
 	}
 	fmt.Fprintln(stderr)
+	summary := RunSummary{Name: s.Name, Spec: s.Hash, Results: filepath.Join(opts.Out, ResultsFile), Shard: sess.Shard,
+		Done: len(mine), Total: len(mine)}
 	if len(todo) == 0 {
-		fmt.Fprintf(stdout, "%s: all %d runs of shard %s already in %s\n", s.Name, len(mine), sess.Shard, filepath.Join(opts.Out, ResultsFile))
-		return nil
+		return summary.write(stdout, opts.JSON)
 	}
 
 	ex, err := newExecutor(ctx, s, stderr)
@@ -355,9 +387,8 @@ func RunSpec(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) err
 		}
 	}
 	bar.Finish()
-	fmt.Fprintf(stdout, "%s: %d runs stored in %s (shard %s: %d of %d done)\n", s.Name, len(todo),
-		filepath.Join(opts.Out, ResultsFile), sess.Shard, len(mine), len(mine))
-	return nil
+	summary.Ran = len(todo)
+	return summary.write(stdout, opts.JSON)
 }
 
 // executor runs single runs of one spec on its backend.

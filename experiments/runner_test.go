@@ -3,6 +3,7 @@ package experiments
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"io"
 	"os"
@@ -377,5 +378,25 @@ func TestRunSpecSweep(t *testing.T) {
 	}
 	if len(times) < 3 {
 		t.Errorf("the sweep's 4 points took only %d distinct times", len(times))
+	}
+}
+
+// TestRunSpecJSONSummary: with JSON the closing summary is one object
+// saying how many runs this call ran and how many are stored.
+func TestRunSpecJSONSummary(t *testing.T) {
+	s := mustSpec(t, "testdata/small.yaml")
+	dir := filepath.Join(t.TempDir(), "out")
+	for _, wantRan := range []int{len(s.Runs()), 0} {
+		var out bytes.Buffer
+		if err := RunSpec(context.Background(), RunOptions{Spec: s, Out: dir, Now: fakeClock(), JSON: true}, &out, io.Discard); err != nil {
+			t.Fatal(err)
+		}
+		var sum RunSummary
+		if err := json.Unmarshal(out.Bytes(), &sum); err != nil {
+			t.Fatalf("summary %q: %v", out.String(), err)
+		}
+		if sum.Ran != wantRan || sum.Done != len(s.Runs()) || sum.Total != len(s.Runs()) || sum.Spec != s.Hash || sum.Shard != "0/1" {
+			t.Errorf("summary %+v, want %d ran, %d of %d done, spec %s", sum, wantRan, len(s.Runs()), len(s.Runs()), s.Hash)
+		}
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 func init() { commands = append(commands, newRunCmd, newMergeCmd) }
 
-func newRunCmd(_ *globals) *cobra.Command {
+func newRunCmd(g *globals) *cobra.Command {
 	var out, shard string
 	cmd := &cobra.Command{
 		Use:   "run SPEC [--out DIR] [--shard i/n]",
@@ -35,7 +35,7 @@ combine the parts with 'gostachio merge'.`,
 				out = filepath.Join("out", "runs", spec.Name)
 			}
 			return experiments.RunSpec(c.Context(), experiments.RunOptions{Spec: spec, Out: out, Shard: i, NumShards: n,
-				Now: time.Now}, c.OutOrStdout(), c.ErrOrStderr())
+				Now: time.Now, JSON: g.json}, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
 	f := cmd.Flags()
