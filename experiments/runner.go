@@ -530,19 +530,21 @@ func utilByKind(stats []traces.ResourceStat) map[string]float64 {
 // the folder dst (created if missing; results it already holds are kept):
 // rows are deduplicated by Key (the first seen wins: dst's, then srcs' in
 // order), results of different specs are an error, and dst/meta.json gets
-// the sessions of every source's meta.json.
-func MergeResults(dst string, srcs ...string) error {
+// the sessions of every source's meta.json. The summary says how many runs
+// dst holds and how many of them the sources added.
+func MergeResults(dst string, srcs ...string) (MergeSummary, error) {
+	sum := MergeSummary{Dst: dst, Sources: len(srcs)}
 	if err := os.MkdirAll(dst, 0o755); err != nil {
-		return fmt.Errorf("experiments: merge: %w", err)
+		return sum, fmt.Errorf("experiments: merge: %w", err)
 	}
 	unlock, err := lockDir(dst)
 	if err != nil {
-		return err
+		return sum, err
 	}
 	defer unlock()
 	all, err := readStore(dst, "")
 	if err != nil {
-		return err
+		return sum, err
 	}
 	hash, from := "", dst
 	if len(all) > 0 {
@@ -552,6 +554,7 @@ func MergeResults(dst string, srcs ...string) error {
 	for _, r := range all {
 		seen[r.Key] = true
 	}
+	held := len(all)
 	var meta *Meta
 	if m, err := ReadMeta(dst); err == nil {
 		meta = m
@@ -560,14 +563,14 @@ func MergeResults(dst string, srcs ...string) error {
 	for _, src := range srcs {
 		rs, err := ReadResults(src)
 		if err != nil {
-			return err
+			return sum, err
 		}
 		for _, r := range rs {
 			if hash == "" {
 				hash, from = r.Spec, src
 			}
 			if r.Spec != hash {
-				return fmt.Errorf("experiments: merge: %s holds results of spec %s, %s of spec %s: merge only shards of one spec", src, r.Spec, from, hash)
+				return sum, fmt.Errorf("experiments: merge: %s holds results of spec %s, %s of spec %s: merge only shards of one spec", src, r.Spec, from, hash)
 			}
 			if !seen[r.Key] {
 				seen[r.Key] = true
@@ -580,7 +583,7 @@ func MergeResults(dst string, srcs ...string) error {
 		}
 		if m, err := ReadMeta(dir); err == nil {
 			if hash != "" && m.SpecHash != hash {
-				return fmt.Errorf("experiments: merge: %s/meta.json is of spec %s, its results of %s", dir, m.SpecHash, hash)
+				return sum, fmt.Errorf("experiments: merge: %s/meta.json is of spec %s, its results of %s", dir, m.SpecHash, hash)
 			}
 			if meta == nil {
 				c := *m
@@ -597,18 +600,29 @@ func MergeResults(dst string, srcs ...string) error {
 			specCopy, _ = os.ReadFile(filepath.Join(dir, SpecFile))
 		}
 	}
+	sum.Runs, sum.Added = len(all), len(all)-held
 	if err := WriteResults(dst, all); err != nil {
-		return err
+		return sum, err
 	}
 	if meta != nil {
 		if err := writeMeta(dst, meta); err != nil {
-			return err
+			return sum, err
 		}
 	}
 	if _, err := os.Stat(filepath.Join(dst, SpecFile)); errors.Is(err, os.ErrNotExist) && specCopy != nil {
-		return writeFileAtomic(filepath.Join(dst, SpecFile), specCopy)
+		return sum, writeFileAtomic(filepath.Join(dst, SpecFile), specCopy)
 	}
-	return nil
+	return sum, nil
+}
+
+// MergeSummary is what MergeResults did (JSON with --json).
+type MergeSummary struct {
+	Dst     string `json:"dst"`
+	Sources int    `json:"sources"`
+	// Runs is how many runs dst holds now, Added how many the sources
+	// brought that it did not hold.
+	Runs  int `json:"runs"`
+	Added int `json:"added"`
 }
 
 // ParseShard parses "i/n" (0 <= i < n); "" is 0/1 (no sharding).

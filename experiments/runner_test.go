@@ -277,13 +277,17 @@ func TestShardsMerge(t *testing.T) {
 		t.Errorf("shards ran %d runs in all, want %d", total, len(s.Runs()))
 	}
 	merged := filepath.Join(root, "merged")
-	if err := MergeResults(merged, shards...); err != nil {
+	if _, err := MergeResults(merged, shards...); err != nil {
 		t.Fatal(err)
 	}
 	complete(t, s, merged, ref)
 	// Idempotent, also with overlapping sources.
-	if err := MergeResults(merged, append(shards, full)...); err != nil {
+	sum, err := MergeResults(merged, append(shards, full)...)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if sum.Runs != len(s.Runs()) || sum.Added != 0 || sum.Sources != 4 {
+		t.Errorf("second merge: %+v, want %d runs, none added, 4 sources", sum, len(s.Runs()))
 	}
 	complete(t, s, merged, ref)
 	m, err := ReadMeta(merged)
@@ -310,7 +314,7 @@ func TestShardsMerge(t *testing.T) {
 	if err := WriteResults(o, []Result{{Key: "q1|serial|rep=0", Spec: "000000000000", Backend: "sim", Seconds: 1}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := MergeResults(merged, o); err == nil || !strings.Contains(err.Error(), "merge only shards of one spec") {
+	if _, err := MergeResults(merged, o); err == nil || !strings.Contains(err.Error(), "merge only shards of one spec") {
 		t.Errorf("merging another spec: %v", err)
 	}
 	if err := run(t, RunOptions{Spec: s, Out: merged, Shard: 3, NumShards: 3}); err == nil {

@@ -73,13 +73,13 @@ func Save(path string, events []Event, meta Meta) error {
 
 // Convert reads the trace at in and writes it to out, each in the format
 // its extension names (Load, Save): e.g. a Chrome trace to Parquet for
-// pandas / DuckDB.
-func Convert(in, out string) error {
-	events, meta, err := Load(in)
+// pandas / DuckDB. It returns the number of events converted.
+func Convert(in, out string) (events int, err error) {
+	evs, meta, err := Load(in)
 	if err != nil {
-		return err
+		return 0, err
 	}
-	return Save(out, events, meta)
+	return len(evs), Save(out, evs, meta)
 }
 
 // StatsOptions configure Stats.

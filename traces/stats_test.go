@@ -89,7 +89,7 @@ func TestConvert(t *testing.T) {
 	prev := in
 	for _, ext := range []string{".parquet", ".csv", ".json"} {
 		out := filepath.Join(dir, "out"+ext)
-		if err := Convert(prev, out); err != nil {
+		if _, err := Convert(prev, out); err != nil {
 			t.Fatal(err)
 		}
 		got, meta, err := Load(out)
@@ -104,7 +104,7 @@ func TestConvert(t *testing.T) {
 		}
 		prev = out
 	}
-	if err := Convert(in, filepath.Join(dir, "x.txt")); err == nil {
+	if _, err := Convert(in, filepath.Join(dir, "x.txt")); err == nil {
 		t.Fatal("unknown output format accepted")
 	}
 	if ents, _ := os.ReadDir(dir); len(ents) != 4 {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"path/filepath"
 	"time"
 
@@ -44,13 +45,21 @@ combine the parts with 'gostachio merge'.`,
 	return cmd
 }
 
-func newMergeCmd(_ *globals) *cobra.Command {
+func newMergeCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "merge DST SRC...",
 		Short: "Merge results folders (shards of one spec) into DST, dropping duplicate runs",
 		Args:  cobra.MinimumNArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
-			return experiments.MergeResults(args[0], args[1:]...)
+			sum, err := experiments.MergeResults(args[0], args[1:]...)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return writeJSON(c.OutOrStdout(), sum)
+			}
+			_, err = fmt.Fprintf(c.OutOrStdout(), "%s: %d runs (%d added from %d sources)\n", sum.Dst, sum.Runs, sum.Added, sum.Sources)
+			return err
 		},
 	}
 }

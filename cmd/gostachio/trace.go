@@ -1,6 +1,8 @@
 package main
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"gostachio/traces"
@@ -29,7 +31,15 @@ func newTraceCmd(g *globals) *cobra.Command {
 		Short: "Convert a trace between formats, chosen by extension (.json, .csv, .parquet)",
 		Args:  cobra.ExactArgs(2),
 		RunE: func(c *cobra.Command, args []string) error {
-			return traces.Convert(args[0], args[1])
+			n, err := traces.Convert(args[0], args[1])
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return writeJSON(c.OutOrStdout(), map[string]any{"in": args[0], "out": args[1], "events": n})
+			}
+			_, err = fmt.Fprintf(c.OutOrStdout(), "%s: %d events\n", args[1], n)
+			return err
 		},
 	}
 	cmd.AddCommand(stats, convert)
