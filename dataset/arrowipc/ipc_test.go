@@ -3,6 +3,7 @@ package arrowipc
 import (
 	"bytes"
 	"errors"
+	"hash/crc32"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -193,8 +194,13 @@ func TestAlignmentFromFooterAndMessages(t *testing.T) {
 				if buf.Length != wl {
 					t.Fatalf("batch %d %s buffer %d length %d, want %d", bi, c.Name, j, buf.Length, wl)
 				}
-				if got := lays[bi].Columns[ci][j]; got != (Buffer{Offset: abs, Length: wl}) {
+				got := lays[bi].Columns[ci][j]
+				if got.Offset != abs || got.Length != wl {
 					t.Fatalf("layout %+v, header says %d+%d", got, abs, wl)
+				}
+				// The layout's checksum is of the bytes in the file.
+				if want := crc32.Checksum(data[abs:abs+wl], crc32.MakeTable(crc32.Castagnoli)); got.CRC != want {
+					t.Fatalf("batch %d %s buffer %d: layout CRC %08x, the file's bytes %08x", bi, c.Name, j, got.CRC, want)
 				}
 			}
 			// The data buffer of a fixed-width column, read at its offset,
