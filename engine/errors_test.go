@@ -61,30 +61,12 @@ func TestRunQueriesBadInput(t *testing.T) {
 // TestCorruptStringOffsets: bytes changed behind the manifest make the
 // query fail with an error naming the column, not panic or answer.
 func TestCorruptStringOffsets(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	if err := tpch.Gen(context.Background(), tpch.GenOptions{ScaleFactor: 0.01, Out: dir}, io.Discard, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := dataset.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	tm, _ := ds.Table("lineitem")
-	ci := tm.Schema.Column("l_returnflag")
-	off := tm.Chunks[0].Columns[ci].Buffers[1]
-	path, _, _ := ds.ChunkPath("lineitem", 0)
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := ownData(t)
 	// Offset 10 jumps far past the data.
-	if _, err := f.WriteAt([]byte{0xff, 0xff, 0xff, 0x7f}, off.Off+40); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	overwrite(t, ds, "l_returnflag", 40, []byte{0xff, 0xff, 0xff, 0x7f})
 	// Without the checksums (which catch it first: TestCorruptValue), the
 	// structural check of the offsets must still refuse them.
-	_, err = Query(context.Background(), ds, "q1", QueryOptions{NoVerify: true})
+	_, err := Query(context.Background(), ds, "q1", QueryOptions{NoVerify: true})
 	if err == nil || !strings.Contains(err.Error(), "l_returnflag") || !strings.Contains(err.Error(), "corrupt") {
 		t.Fatalf("corrupt offsets: %v, want an error naming l_returnflag as corrupt", err)
 	}
@@ -99,31 +81,13 @@ func TestCorruptStringOffsets(t *testing.T) {
 // (NoVerify) answers, and differently from the intact data — the wrong
 // answer that looks right which the check prevents.
 func TestCorruptValue(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "data")
-	if err := tpch.Gen(context.Background(), tpch.GenOptions{ScaleFactor: 0.01, Out: dir}, io.Discard, io.Discard); err != nil {
-		t.Fatal(err)
-	}
-	ds, err := dataset.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ds := ownData(t)
 	clean, err := Query(context.Background(), ds, "q1", QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	tm, _ := ds.Table("lineitem")
-	ci := tm.Schema.Column("l_quantity")
-	ref := tm.Chunks[0].Columns[ci].Buffers[1]
-	path, _, _ := ds.ChunkPath("lineitem", 0)
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Value 100's second byte: +0x..00 cents, a large change of one sum.
-	if _, err := f.WriteAt([]byte{0x7f}, ref.Off+8*100+1); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
+	overwrite(t, ds, "l_quantity", 8*100+1, []byte{0x7f})
 	_, err = Query(context.Background(), ds, "q1", QueryOptions{})
 	if !errors.Is(err, dataset.ErrChecksum) {
 		t.Fatalf("changed value: %v, want a checksum error", err)
@@ -146,5 +110,37 @@ func TestCorruptValue(t *testing.T) {
 	}
 	if same {
 		t.Fatal("the changed value did not change q1's answer: the test does not show what the check prevents")
+	}
+}
+
+// ownData generates an SF0.01 dataset for one test alone (it may change
+// the files).
+func ownData(t *testing.T) *dataset.Dataset {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "data")
+	if err := tpch.Gen(context.Background(), tpch.GenOptions{ScaleFactor: 0.01, Out: dir}, io.Discard, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+	ds, err := dataset.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ds
+}
+
+// overwrite writes b at byte at of the values (or string offsets) buffer of
+// lineitem column col in chunk 0, behind the manifest's back.
+func overwrite(t *testing.T, ds *dataset.Dataset, col string, at int64, b []byte) {
+	t.Helper()
+	tm, _ := ds.Table("lineitem")
+	ref := tm.Chunks[0].Columns[tm.Schema.Column(col)].Buffers[1]
+	path, _, _ := ds.ChunkPath("lineitem", 0)
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteAt(b, ref.Off+at); err != nil {
+		t.Fatal(err)
 	}
 }
