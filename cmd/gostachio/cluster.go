@@ -155,17 +155,24 @@ func newExchangePeerCmd() *cobra.Command {
 func newColocatePeerCmd() *cobra.Command {
 	var d time.Duration
 	var threads int
+	var work cluster.ColocationWork
+	var queries string
 	cmd := &cobra.Command{
 		Use:    "colocate-peer",
 		Short:  "One process of bench-sim's co-location measurement (started by it)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			return cluster.RunColocatePeer(c.Context(), d, threads, os.Stdin, c.OutOrStdout())
+			if work.Data != "" {
+				work.Queries = strings.Split(queries, ",")
+			}
+			return cluster.RunColocatePeer(c.Context(), d, threads, work, os.Stdin, c.OutOrStdout())
 		},
 	}
 	cmd.Flags().DurationVar(&d, "duration", 2*time.Second, "length of the kernel loop")
 	cmd.Flags().IntVar(&threads, "threads", 0, "kernel loops at once (0: one per core)")
+	cmd.Flags().StringVar(&work.Data, "data", "", "run the leading operators of --queries' scan pipelines on this dataset instead of the hash loop")
+	cmd.Flags().StringVar(&queries, "queries", "q3,q5,q9,q18", "with --data: the queries")
 	return cmd
 }
 
@@ -251,6 +258,7 @@ the rows of separate runs.`,
 	f.Float64Var(&o.Colocation, "colocation", 0, "share of the cores' single-process speed the workers get together (0: measure it first; 1: none lost)")
 	f.DurationVar(&o.ColocationDuration, "colocation-duration", time.Second, "length of each co-location measurement")
 	f.IntVar(&o.ColocationRounds, "colocation-rounds", cluster.DefaultColocationRounds, "co-location rounds, each one process and then --nodes processes (their ratios' median counts)")
+	f.BoolVar(&o.ColocationQueries, "colocation-queries", false, "measure the co-location on the leading operators of the queries' scan pipelines instead of the hash loop (and the loop's too, as colocation_loop)")
 	f.Float64Var(&o.NetCPUCost, "net-cpu-cost", 0, "ns of a core the network stack spends per byte at each end (0: measure it first on --link; negative: none)")
 	f.DurationVar(&o.NetCPUDuration, "net-cpu-duration", 3*time.Second, "length of the network CPU measurement's long runs (the short ones run a third of it)")
 	f.IntVar(&launches, "launches", 1, "whole measurements to run and pool (each its own seed, profile, co-location and network cost)")

@@ -70,6 +70,10 @@ type SimBenchOptions struct {
 	// 10% where the median of their first 6 put 25 (README, issue 9).
 	ColocationDuration time.Duration
 	ColocationRounds   int
+	// ColocationQueries measures the co-location on the leading operators
+	// of the queries' scan pipelines (ColocationWork) instead of the hash
+	// loop, and the loop's too, for comparison (SimBenchRow.ColocationLoop).
+	ColocationQueries bool
 	// NetCPUCost is what the network stack takes from the cores, ns of
 	// one core per byte at each end (sim node.net_cpu_cost; 0: measured
 	// first on the link, MeasureNetCPU; negative: none).
@@ -127,6 +131,10 @@ type SimBenchRow struct {
 	// rows can be re-priced offline with another estimator; empty when
 	// --colocation gave it.
 	ColocationRatios []float64 `json:"colocation_ratios,omitempty"`
+	// ColocationLoop is the hash loop's co-location measured in the same
+	// launch when the profile's came from the queries' operators
+	// (SimBenchOptions.ColocationQueries); 0 otherwise.
+	ColocationLoop float64 `json:"colocation_loop,omitempty"`
 	// Launch numbers the launch of BenchSimLaunches the row comes from
 	// (from 1; 0: a single launch).
 	Launch int `json:"launch,omitempty"`
@@ -272,7 +280,7 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 				}
 				if k := nodes * devices; efficiency < 1 && float64(k) > hc {
 					more = append(more,
-						fmt.Sprintf("  colocation: %s  # measured: %d kernel loops in %d processes did this share of one process's throughput", strconv.FormatFloat(efficiency, 'g', 4, 64), k, nodes),
+						fmt.Sprintf("  colocation: %s  # measured: %d threads of work in %d processes did this share of one process's throughput", strconv.FormatFloat(efficiency, 'g', 4, 64), k, nodes),
 						fmt.Sprintf("  colocation_kernels: %d  # the workers' kernels at once (%d x --devices %d)", k, nodes, devices))
 				}
 				extra = strings.Join(more, "\n")
@@ -344,16 +352,27 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
 	var ratios []float64
+	var loop float64
 	if o.Colocation == 0 {
-		fmt.Fprintf(log, "bench-sim: measuring co-location, %d rounds of 1 and %d processes (about %v)\n", o.ColocationRounds, o.Nodes, (2 * time.Duration(o.ColocationRounds) * o.ColocationDuration).Round(time.Second))
-		c, err := MeasureColocation(ctx, ColocationOptions{Exe: o.Exe, Nodes: o.Nodes, Duration: o.ColocationDuration, Rounds: o.ColocationRounds, Threads: o.Devices})
-		if err != nil {
-			return nil, err
+		works := []ColocationWork{{}}
+		if o.ColocationQueries {
+			works = []ColocationWork{{Data: o.Data, Queries: o.Queries}, {}}
 		}
-		fmt.Fprintf(w, "co-location: %d processes of %d kernel loops did %.3f of one process's work on every core (median of %d rounds' ratios, %s; %.1f vs %.1f iterations/s)\n",
-			o.Nodes, o.Devices, c.Efficiency, len(c.Alone), roundRange(c), stats.Median(c.Together), stats.Median(c.Alone))
-		o.Colocation = min(c.Efficiency, 1)
-		ratios = roundRatios(c)
+		for k, work := range works {
+			fmt.Fprintf(log, "bench-sim: measuring co-location on the %s, %d rounds of 1 and %d processes (about %v)\n", work, o.ColocationRounds, o.Nodes, (2 * time.Duration(o.ColocationRounds) * o.ColocationDuration).Round(time.Second))
+			c, err := MeasureColocation(ctx, ColocationOptions{Exe: o.Exe, Nodes: o.Nodes, Duration: o.ColocationDuration, Rounds: o.ColocationRounds, Threads: o.Devices, Work: work})
+			if err != nil {
+				return nil, err
+			}
+			fmt.Fprintf(w, "co-location (%s): %d processes of %d threads did %.3f of one process's work on every core (median of %d rounds' ratios, %s)\n",
+				work, o.Nodes, o.Devices, c.Efficiency, len(c.Alone), roundRange(c))
+			if k == 0 {
+				o.Colocation = min(c.Efficiency, 1)
+				ratios = roundRatios(c)
+			} else {
+				loop = min(c.Efficiency, 1)
+			}
+		}
 	}
 	if o.NetCPUCost == 0 {
 		d := o.NetCPUDuration
@@ -436,6 +455,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		row.Colocation, row.NetCPUCost = o.Colocation, max(o.NetCPUCost, 0)
 		row.Link, row.Nodes, row.Devices = o.Link.String(), o.Nodes, o.Devices
 		row.ColocationRatios = ratios
+		row.ColocationLoop = loop
 		if o.RescaleCPU {
 			if row.SimUnscaled, err = simMakespan(ctx, o, q, 0); err != nil {
 				return rows, err

@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"gostachio/plan"
 	"io"
 	"math"
 	"os"
@@ -129,11 +130,64 @@ func TestMeasureColocation(t *testing.T) {
 		t.Errorf("two processes: %+v, want a positive efficiency", two)
 	}
 	t.Logf("2 processes: efficiency %.3f", two.Efficiency)
-	if err := RunColocatePeer(context.Background(), 0, 0, strings.NewReader(""), io.Discard); err == nil {
+	if err := RunColocatePeer(context.Background(), 0, 0, ColocationWork{}, strings.NewReader(""), io.Discard); err == nil {
 		t.Error("a peer with duration 0 ran")
 	}
-	if err := RunColocatePeer(context.Background(), time.Second, -1, strings.NewReader(""), io.Discard); err == nil {
+	if err := RunColocatePeer(context.Background(), time.Second, -1, ColocationWork{}, strings.NewReader(""), io.Discard); err == nil {
 		t.Error("a peer with -1 threads ran")
+	}
+}
+
+// TestQueryOpsWork: the queries' co-location work runs each scan
+// pipeline's leading operators over its table's first rows, the pipelines
+// in turn, and counts their rows; a peer measures it like the loop.
+func TestQueryOpsWork(t *testing.T) {
+	dir := testData(t)
+	// q6 scans lineitem once (filter, partial aggregate); q3 scans
+	// customer, orders and lineitem, each behind a filter. At SF0.01 each
+	// input is its whole table (under queryOpsRows rows).
+	for _, tc := range []struct {
+		query string
+		want  []int64
+	}{{"q6", []int64{60175}}, {"q3", []int64{1500, 15000, 60175}}} {
+		step, err := queryOpsStep(ColocationWork{Data: dir, Queries: []string{tc.query}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		seen := map[int64]int{}
+		for i := range 2 * len(tc.want) {
+			n, err := step(1, i)
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen[n]++
+		}
+		for _, w := range tc.want {
+			if seen[w] != 2 {
+				t.Errorf("%s: %d rows in %d of %d steps, want 2 (steps %v)", tc.query, w, seen[w], 2*len(tc.want), seen)
+			}
+		}
+	}
+	if _, err := queryOpsStep(ColocationWork{Data: dir, Queries: []string{"q99"}}); err == nil {
+		t.Error("an unknown query gave work")
+	}
+	ops := []plan.Op{{Kind: plan.OpFilter}, {Kind: plan.OpProject}, {Kind: plan.OpAggPartial}, {Kind: plan.OpSort}}
+	if got := leadingOps(ops); len(got) != 3 {
+		t.Errorf("leadingOps kept %d ops, want the filter, projection and partial aggregate", len(got))
+	}
+	if got := leadingOps([]plan.Op{{Kind: plan.OpFilter}, {Kind: plan.OpHashProbe}}); len(got) != 1 {
+		t.Errorf("leadingOps kept %d ops before a probe, want 1", len(got))
+	}
+	if testing.Short() {
+		return
+	}
+	c, err := MeasureColocation(context.Background(), ColocationOptions{Exe: gostachioBin(t), Nodes: 2, Duration: 300 * time.Millisecond, Rounds: 1,
+		Work: ColocationWork{Data: dir, Queries: []string{"q3"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !(c.Efficiency > 0) || c.Alone[0] < 1000 {
+		t.Errorf("queries' work: %+v, want a positive efficiency from rows per second", c)
 	}
 }
 
