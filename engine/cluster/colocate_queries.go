@@ -16,7 +16,13 @@ import (
 // and fold into tables of many sizes. So a peer can run instead the
 // leading operators of the queries' scan pipelines — as the engine's
 // kernels run them, on the first chunks of their tables — and count the
-// rows it put through them.
+// rows it put through them. It is not bench-sim's default: on the dev VM
+// these operators kept 0.77–0.90 of one process's speed where the loop
+// kept 0.60–0.63, and priced with it the simulator under-predicted the
+// cluster by 14–23% at 1 and 10 Gbit/s, where the loop's figure was
+// within 10% (README, issue 9, twelfth session): the workers lose to
+// their I/O, exchanges and collector too, which the loop's larger loss
+// stands for.
 
 // queryOpsRows is about how many rows of its table each pipeline's input
 // holds (whole chunks: lineitem's first, at the default chunking).
