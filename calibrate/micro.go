@@ -934,16 +934,9 @@ func (m *micro) bigFolds(ctx context.Context) error {
 // evaluated, then folded into a new state.
 func fold(op *plan.Op, b *cpu.Batch) (*cpu.Aggregator, error) {
 	aggs := op.Expr.(plan.Aggs)
-	args := make([]*cpu.Vec, len(aggs))
-	for i, a := range aggs {
-		if a.Arg == nil {
-			continue
-		}
-		v, err := cpu.Eval(b, a.Arg)
-		if err != nil {
-			return nil, err
-		}
-		args[i] = &v
+	args, err := cpu.AggArgs(b, aggs)
+	if err != nil {
+		return nil, err
 	}
 	st := cpu.NewAggregator(op.Keys, aggs, false)
 	if b.Rows > 0 {

@@ -249,16 +249,9 @@ func (d *runData) fold(p int32, op *plan.Op, dev int, b *cpu.Batch) (int64, erro
 		return 0, nil
 	}
 	aggs := op.Expr.(plan.Aggs)
-	args := make([]*cpu.Vec, len(aggs))
-	for i, a := range aggs {
-		if a.Arg == nil {
-			continue
-		}
-		v, err := cpu.Eval(b, a.Arg)
-		if err != nil {
-			return 0, fmt.Errorf("argument of %s: %w", a, err)
-		}
-		args[i] = &v
+	args, err := cpu.AggArgs(b, aggs)
+	if err != nil {
+		return 0, err
 	}
 	pd := &d.pipes[p]
 	// The device's own lock, not the pipeline's: every device folds into

@@ -157,16 +157,9 @@ func runLeadingOps(ops []plan.Op, in *cpu.Batch, devices int) error {
 // foldPartial folds b into a new partial aggregate state of op.
 func foldPartial(op *plan.Op, b *cpu.Batch) error {
 	aggs := op.Expr.(plan.Aggs)
-	args := make([]*cpu.Vec, len(aggs))
-	for i, a := range aggs {
-		if a.Arg == nil {
-			continue
-		}
-		v, err := cpu.Eval(b, a.Arg)
-		if err != nil {
-			return err
-		}
-		args[i] = &v
+	args, err := cpu.AggArgs(b, aggs)
+	if err != nil {
+		return err
 	}
 	return cpu.NewAggregator(op.Keys, aggs, false).Update(b, args)
 }

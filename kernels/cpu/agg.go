@@ -192,6 +192,23 @@ func (a *Aggregator) aggKeyCols(b *Batch) ([]int, error) {
 	return kc, nil
 }
 
+// AggArgs evaluates the arguments of aggs over b, as Update takes them:
+// args[i] is aggregate i's argument, nil where it has none (count(*)).
+func AggArgs(b *Batch, aggs plan.Aggs) ([]*Vec, error) {
+	args := make([]*Vec, len(aggs))
+	for i, a := range aggs {
+		if a.Arg == nil {
+			continue
+		}
+		v, err := Eval(b, a.Arg)
+		if err != nil {
+			return nil, fmt.Errorf("argument of %s: %w", a, err)
+		}
+		args[i] = &v
+	}
+	return args, nil
+}
+
 // Update folds the rows of b: b holds the key columns (by name), args[i]
 // is the evaluated argument of aggs[i] (b.Rows values; nil for count(*),
 // ignored for count). Errors: missing or mistyped keys or arguments, a sum
