@@ -69,7 +69,7 @@ removes the leftovers of launchers that are gone.`,
 	f.StringVar(&link, "link", "", "with --netns: shape every worker's link, RATE[,DELAY][,queue=SIZE] (e.g. 10Gbit,50us; queue: each port's buffer, default 20 ms at the rate)")
 	f.StringVar(&o.NetnsID, "netns-id", "", "with --netns: the run id naming the network's resources (6 hex digits; default random)")
 	f.BoolVar(&cleanup, "cleanup", false, "remove the namespaces, veths and bridges of --netns launchers that are gone ('--cleanup all': of live ones too) and exit")
-	cmd.AddCommand(newBenchExchangeCmd(g), newExchangePeerCmd(), newColocatePeerCmd(), newBenchSimCmd(g), newPoolLaunchesCmd(g))
+	cmd.AddCommand(newBenchExchangeCmd(g), newExchangePeerCmd(), newBurstPeerCmd(), newColocatePeerCmd(), newBenchSimCmd(g), newBenchFabricCmd(g), newPoolLaunchesCmd(g))
 	return cmd
 }
 
@@ -152,6 +152,87 @@ func newExchangePeerCmd() *cobra.Command {
 	return cmd
 }
 
+func newBenchFabricCmd(g *globals) *cobra.Command {
+	var o cluster.FabricBenchOptions
+	var link, frame string
+	cmd := &cobra.Command{
+		Use:   "bench-fabric --link RATE [--nodes 4] [--profile DERIVED.yaml]",
+		Short: "All-to-all exchange bursts on a --netns cluster network: each port's rate against the link's, and the simulator's fabric efficiency",
+		Long: `Starts --nodes processes in the namespaces of an emulated cluster shaped by
+--link (root, iproute2) and times rounds of all-to-all bursts through the
+engine's data plane: each worker sends --frames frames of --frame bytes to
+every other (--streams in flight per peer, as a query's exchange) and receives
+as many, all starting together. Prints the rounds' makespans and what each port
+moved against the link's TCP payload rate; with --profile (a cluster profile,
+as 'cluster bench-sim' derives), the share of its NIC bandwidth at which the
+simulator takes as long for the same burst. bench-sim measures this before its
+runs (--fabric).`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			l, err := cluster.ParseLink(link)
+			if err != nil {
+				return err
+			}
+			if l.Rate <= 0 {
+				return fmt.Errorf("cluster: bench-fabric: --link needs a rate (e.g. 100Mbit)")
+			}
+			n, err := units.ParseBytes(frame)
+			if err != nil {
+				return err
+			}
+			exe, err := os.Executable()
+			if err != nil {
+				return fmt.Errorf("cluster: %w", err)
+			}
+			o.Exe, o.Link, o.FrameBytes = exe, l, n
+			out := c.OutOrStdout()
+			if g.json {
+				out = c.ErrOrStderr()
+			}
+			res, err := cluster.BenchFabric(c.Context(), o, out)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return writeJSON(c.OutOrStdout(), res)
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&link, "link", "", "every worker's link, RATE[,DELAY][,queue=SIZE]")
+	f.IntVar(&o.Nodes, "nodes", 4, "workers")
+	f.IntVar(&o.Frames, "frames", cluster.DefaultBurstFrames, "frames each worker sends to each other per round")
+	f.StringVar(&frame, "frame", "384KiB", "payload of one frame")
+	f.IntVar(&o.Streams, "streams", 4, "sends in flight per peer")
+	f.IntVar(&o.Rounds, "rounds", 7, "timed rounds")
+	f.IntVar(&o.Warmup, "warmup", 2, "untimed rounds first")
+	f.StringVar(&o.Profile, "profile", "", "a cluster profile to fit the fabric's efficiency against")
+	return cmd
+}
+
+func newBurstPeerCmd() *cobra.Command {
+	var o cluster.BurstPeerOptions
+	var peers string
+	cmd := &cobra.Command{
+		Use:    "burst-peer",
+		Short:  "One worker of bench-sim's all-to-all burst measurement (started by it)",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			o.Peers = strings.Split(peers, ",")
+			return cluster.RunBurstPeer(c.Context(), o, os.Stdin, c.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&o.Rank, "rank", 0, "this worker's index in --peers")
+	f.StringVar(&peers, "peers", "", "every worker's data address (host:port), comma-separated, by rank")
+	f.IntVar(&o.Frames, "frames", cluster.DefaultBurstFrames, "frames to each other worker per round")
+	f.Int64Var(&o.FrameBytes, "frame", 384<<10, "payload bytes of one frame")
+	f.IntVar(&o.Streams, "streams", 4, "sends in flight per peer")
+	return cmd
+}
+
 func newColocatePeerCmd() *cobra.Command {
 	var d time.Duration
 	var threads int
@@ -192,8 +273,10 @@ bandwidth and latency (--latency where the kernel cannot emulate the delay).
 Before the runs it measures what the workers lose by sharing the cores (a
 kernel loop in one process and in --nodes processes: node.colocation) and what
 the TCP stack takes from the cores per byte (the data plane streaming between
-two namespaces over --link: node.net_cpu_cost); --colocation and
---net-cpu-cost give them instead.
+two namespaces over --link: node.net_cpu_cost) and the share of the link's
+rate a port moves in short all-to-all exchanges (bursts through the data plane
+on the cluster's network, as 'cluster bench-fabric': nic.bandwidth);
+--colocation, --net-cpu-cost and --fabric-efficiency give them instead.
 
 The runs are interleaved by default: one launch of --warmup + --reps rounds,
 each running every query once in an order drawn from --seed, so that the
@@ -254,6 +337,7 @@ the rows of separate runs.`,
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the interleaved order")
 	f.StringVar(&o.Profile, "profile", "sim/profiles/devbox-calibrated.yaml", "calibrated profile the simulated one derives from")
 	f.StringVar(&o.ProfileOut, "profile-out", "netns-cluster.yaml", "where to write the derived profile")
+	f.Float64Var(&o.FabricEfficiency, "fabric-efficiency", 0, "share of the link's TCP payload rate a port moves in all-to-all exchanges (0: measure it first with bursts, as bench-fabric; 1: the full rate)")
 	f.DurationVar(&o.Latency, "latency", 15*time.Microsecond, "simulated NIC latency when the delay is not emulated (0: the --link delay)")
 	f.Float64Var(&o.Colocation, "colocation", 0, "share of the cores' single-process speed the workers get together (0: measure it first; 1: none lost)")
 	f.DurationVar(&o.ColocationDuration, "colocation-duration", time.Second, "length of each co-location measurement")

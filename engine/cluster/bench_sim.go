@@ -80,6 +80,11 @@ type SimBenchOptions struct {
 	NetCPUCost float64
 	// NetCPUDuration is the long run of that measurement.
 	NetCPUDuration time.Duration
+	// FabricEfficiency is the share of the link's payload rate a port
+	// moves in a query's all-to-all exchanges (Derivation.FabricEfficiency;
+	// 0: measured first with all-to-all bursts, MeasureBurst, and fitted to
+	// the derived profile, FitFabricEfficiency; 1: the full rate).
+	FabricEfficiency float64
 	// RescaleCPU has rank 0 time the CPU reference after every query
 	// (WorkerOptions.ReferenceEvery) and scales the simulator's host
 	// prices by the mean of the timed runs' references over the profile's
@@ -131,6 +136,13 @@ type SimBenchRow struct {
 	// rows can be re-priced offline with another estimator; empty when
 	// --colocation gave it.
 	ColocationRatios []float64 `json:"colocation_ratios,omitempty"`
+	// FabricEfficiency is the derived profile's (1: the full payload
+	// rate). Fabric is its measurement when bench-sim made one, and
+	// SimFullLink the query simulated at the full rate, so that one set of
+	// engine runs is priced both ways.
+	FabricEfficiency float64            `json:"fabric_efficiency,omitempty"`
+	Fabric           *FabricBenchResult `json:"fabric,omitempty"`
+	SimFullLink      float64            `json:"sim_full_link_s,omitempty"`
 	// ColocationLoop is the hash loop's co-location measured in the same
 	// launch when the profile's came from the queries' operators
 	// (SimBenchOptions.ColocationQueries); 0 otherwise.
@@ -209,28 +221,47 @@ func simBenchRow(q string, engine []float64, sim, sentMiB float64) SimBenchRow {
 // once (README, issue 9).
 const TCPPayloadShare = 1448.0 / 1514
 
+// Derivation describes the emulated cluster DeriveProfile derives a
+// profile for.
+type Derivation struct {
+	// Nodes workers of Devices devices each, on this machine's Cores.
+	Nodes, Devices, Cores int
+	// Link shapes every worker's port; Latency is the NIC latency where
+	// the link's delay is not emulated (0: the delay crossed twice).
+	Link    Link
+	Latency time.Duration
+	// Colocation is the share of the cores' single-process throughput the
+	// workers' Nodes·Devices kernels get when they all run at once
+	// (MeasureColocation), in (0, 1]; 1: none lost.
+	Colocation float64
+	// NetCPUCost is the CPU the TCP stack takes per byte at each end, ns
+	// of a core (MeasureNetCPU); 0: none.
+	NetCPUCost float64
+	// FabricEfficiency is the share of the link's TCP payload rate a
+	// port moves during a query's all-to-all exchanges
+	// (FitFabricEfficiency), in (0, 1]; 0 or 1: all of it.
+	FabricEfficiency float64
+}
+
 // DeriveProfile rewrites a profile's YAML for an emulated cluster of this
-// machine: every node gets `devices` devices and the link's NIC bandwidth
-// (its TCP payload rate, TCPPayloadShare) and latency (latency: the delay
-// crossed twice, two veths, or the given one when the delay is not
-// emulated), and the nodes are marked node.shared_machine with host_cores
-// the machine's `cores` (capped by the profile's): the workers are processes of this machine sharing its cores
-// and its disk, which the simulator then shares among the nodes' tasks as
-// the operating system does (a worker waiting on the network leaves its
-// share to the others). efficiency, the share of the cores'
-// single-process throughput the workers' nodes·devices kernels get when
-// they all run at once (MeasureColocation; 1 for none), becomes
-// node.colocation with node.colocation_kernels = nodes·devices: the
-// simulated host keeps its full cores while no more kernels than cores
-// run and loses throughput only past that (sim.NodeSpec.Colocation).
-// The engine's TCP data plane sends the frames from one worker to another
-// in turn over one connection, so the nodes get node.ordered_sends.
-// netCost, the CPU its TCP stack takes per byte at each end
-// (MeasureNetCPU; 0 for none), becomes node.net_cpu_cost. Only the lines
-// of those fields change (shared_machine, ordered_sends, net_cpu_cost and
-// the colocation lines are added after host_cores; such lines already in
-// src are replaced); comments say what was done.
-func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency time.Duration, efficiency, netCost float64) ([]byte, error) {
+// machine: every node gets d.Devices devices and the link's NIC bandwidth
+// (its TCP payload rate, TCPPayloadShare, times d.FabricEfficiency) and
+// latency, and the nodes are marked node.shared_machine with host_cores
+// the machine's d.Cores (capped by the profile's): the workers are
+// processes of this machine sharing its cores and its disk, which the
+// simulator then shares among the nodes' tasks as the operating system
+// does (a worker waiting on the network leaves its share to the others).
+// d.Colocation becomes node.colocation with node.colocation_kernels =
+// nodes·devices: the simulated host keeps its full cores while no more
+// kernels than cores run and loses throughput only past that
+// (sim.NodeSpec.Colocation). The engine's TCP data plane sends the frames
+// from one worker to another in turn over one connection, so the nodes get
+// node.ordered_sends. d.NetCPUCost becomes node.net_cpu_cost. Only the
+// lines of those fields change (shared_machine, ordered_sends,
+// net_cpu_cost and the colocation lines are added after host_cores; such
+// lines already in src are replaced); comments say what was done.
+func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
+	nodes, devices, cores, link, efficiency, netCost := d.Nodes, d.Devices, d.Cores, d.Link, d.Colocation, d.NetCPUCost
 	if nodes < 1 || devices < 1 || cores < 1 || link.Rate <= 0 {
 		return nil, fmt.Errorf("cluster: derive profile: need nodes, devices, cores >= 1 and a link rate")
 	}
@@ -239,6 +270,13 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 	}
 	if !(netCost >= 0) || math.IsInf(netCost, 0) {
 		return nil, fmt.Errorf("cluster: derive profile: network CPU cost %v ns/B: want a finite number, 0 or more", netCost)
+	}
+	fabric := d.FabricEfficiency
+	if fabric == 0 {
+		fabric = 1
+	}
+	if !(fabric > 0 && fabric <= 1) {
+		return nil, fmt.Errorf("cluster: derive profile: fabric efficiency %v outside (0, 1]", d.FabricEfficiency)
 	}
 	var out bytes.Buffer
 	section := ""
@@ -285,10 +323,14 @@ func DeriveProfile(src []byte, nodes, devices, cores int, link Link, latency tim
 				}
 				extra = strings.Join(more, "\n")
 			case "nic.bandwidth":
-				set(strconv.FormatFloat(math.Round(float64(link.Rate)/8*TCPPayloadShare), 'f', 0, 64), "the TCP payload rate of --link "+link.String()+" (x 1448/1514)")
+				why := "the TCP payload rate of --link " + link.String() + " (x 1448/1514)"
+				if fabric < 1 {
+					why += fmt.Sprintf(" x %.3f, the share of it a port moved in all-to-all bursts", fabric)
+				}
+				set(strconv.FormatFloat(math.Round(float64(link.Rate)/8*TCPPayloadShare*fabric), 'f', 0, 64), why)
 			case "nic.latency":
-				lat, why := latency, "measured on the veth path (delay not emulated)"
-				if link.Delay > 0 && latency == 0 {
+				lat, why := d.Latency, "measured on the veth path (delay not emulated)"
+				if link.Delay > 0 && d.Latency == 0 {
 					lat, why = 2*link.Delay, "the --link delay on both veths"
 				}
 				set(fmt.Sprintf("%dns", lat.Nanoseconds()), why)
@@ -337,6 +379,9 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		}
 	default:
 		return nil, fmt.Errorf("cluster: bench-sim: --order %q: want %s or %s", o.Order, OrderInterleaved, OrderGrouped)
+	}
+	if !(o.FabricEfficiency >= 0 && o.FabricEfficiency <= 1) {
+		return nil, fmt.Errorf("cluster: bench-sim: --fabric-efficiency %v: want a share in (0, 1], or 0 to measure it", o.FabricEfficiency)
 	}
 	if o.ColocationDuration <= 0 {
 		o.ColocationDuration = time.Second
@@ -388,18 +433,50 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			nc.Cost, len(nc.Rounds), costRange(nc.Rounds), nc.Rate/1e6, o.Link)
 		o.NetCPUCost = nc.Cost
 	}
-	prof, err := DeriveProfile(src, o.Nodes, o.Devices, o.Cores, o.Link, o.Latency, o.Colocation, max(o.NetCPUCost, 0))
+	deriv := Derivation{Nodes: o.Nodes, Devices: o.Devices, Cores: o.Cores, Link: o.Link, Latency: o.Latency,
+		Colocation: o.Colocation, NetCPUCost: max(o.NetCPUCost, 0), FabricEfficiency: 1}
+	prof, derived, err := deriveBenchProfile(src, o, deriv)
 	if err != nil {
 		return nil, err
 	}
-	prof = append([]byte(fmt.Sprintf("# Derived by `gostachio cluster bench-sim` from %s for %d emulated workers on this machine.\n", o.Profile, o.Nodes)), prof...)
-	prof = bytes.Replace(prof, []byte("\nname: "), []byte("\nname: netns-"), 1)
+	var fabric *FabricBenchResult
+	fullLink := "" // the profile at the full payload rate, when the fabric's efficiency is below 1
+	if o.FabricEfficiency == 0 {
+		fmt.Fprintf(log, "bench-sim: timing all-to-all bursts on %d workers over --link %s\n", o.Nodes, o.Link)
+		b, err := MeasureBurst(ctx, BurstOptions{Exe: o.Exe, Nodes: o.Nodes, Link: o.Link})
+		if err != nil {
+			return nil, err
+		}
+		fit, err := FitFabricEfficiency(ctx, derived, b)
+		if err != nil {
+			return nil, err
+		}
+		fabric = &FabricBenchResult{Burst: b, Link: o.Link.String(), PayloadShare: b.Rate / (float64(o.Link.Rate) / 8 * TCPPayloadShare), Fit: &fit, Profile: o.ProfileOut}
+		fmt.Fprintf(w, "fabric: all-to-all bursts of %d x %d KiB per pair took %.4g s (median of %d rounds, %.4g–%.4g), each port %.2f MB/s, %.3f of the payload rate; simulated %s\n",
+			b.Frames, b.FrameBytes>>10, b.Median, len(b.Seconds), slices.Min(b.Seconds), slices.Max(b.Seconds), b.Rate/1e6, fabric.PayloadShare, fit.describe(derived.NIC.Bandwidth))
+		o.FabricEfficiency = fit.Efficiency
+	}
+	if o.FabricEfficiency < 1 {
+		f, err := os.CreateTemp("", "gostachio-full-link-*.yaml")
+		if err != nil {
+			return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+		}
+		_, err = f.Write(append(prof, '\n'))
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		fullLink = f.Name()
+		defer os.Remove(fullLink)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+		}
+		deriv.FabricEfficiency = o.FabricEfficiency
+		if prof, derived, err = deriveBenchProfile(src, o, deriv); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.WriteFile(o.ProfileOut, append(prof, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
-	}
-	derived, err := sim.ParseProfile(o.ProfileOut, prof)
-	if err != nil {
-		return nil, fmt.Errorf("cluster: bench-sim: derived profile: %w", err)
 	}
 	if o.RescaleCPU && derived.Host.Reference <= 0 {
 		return nil, fmt.Errorf("cluster: bench-sim --rescale-cpu: profile %s has no host.reference (the CPU reference's time at calibration): recalibrate it with this version", o.Profile)
@@ -447,17 +524,23 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	}
 	var rows []SimBenchRow
 	for _, q := range o.Queries {
-		sec, err := simMakespan(ctx, o, q, ratio)
+		sec, err := simMakespan(ctx, o, o.ProfileOut, q, ratio)
 		if err != nil {
 			return rows, err
 		}
 		row := simBenchRow(q, times[q], sec, sent[q])
 		row.Colocation, row.NetCPUCost = o.Colocation, max(o.NetCPUCost, 0)
+		row.FabricEfficiency, row.Fabric = o.FabricEfficiency, fabric
+		if fullLink != "" {
+			if row.SimFullLink, err = simMakespan(ctx, o, fullLink, q, ratio); err != nil {
+				return rows, err
+			}
+		}
 		row.Link, row.Nodes, row.Devices = o.Link.String(), o.Nodes, o.Devices
 		row.ColocationRatios = ratios
 		row.ColocationLoop = loop
 		if o.RescaleCPU {
-			if row.SimUnscaled, err = simMakespan(ctx, o, q, 0); err != nil {
+			if row.SimUnscaled, err = simMakespan(ctx, o, o.ProfileOut, q, 0); err != nil {
 				return rows, err
 			}
 			row.CPURatio = ratio
@@ -468,11 +551,26 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	return rows, nil
 }
 
-// simMakespan runs `gostachio sim` on the derived profile for query q
-// (host prices scaled by cpuSlowdown unless 0) and returns its makespan
-// in seconds.
-func simMakespan(ctx context.Context, o SimBenchOptions, q string, cpuSlowdown float64) (float64, error) {
-	args := []string{"sim", "--profile", o.ProfileOut, "--nodes", strconv.Itoa(o.Nodes),
+// deriveBenchProfile is bench-sim's profile for d (DeriveProfile, named
+// and headed as derived), as YAML and parsed.
+func deriveBenchProfile(src []byte, o SimBenchOptions, d Derivation) ([]byte, *sim.Profile, error) {
+	prof, err := DeriveProfile(src, d)
+	if err != nil {
+		return nil, nil, err
+	}
+	prof = append([]byte(fmt.Sprintf("# Derived by `gostachio cluster bench-sim` from %s for %d emulated workers on this machine.\n", o.Profile, o.Nodes)), prof...)
+	prof = bytes.Replace(prof, []byte("\nname: "), []byte("\nname: netns-"), 1)
+	p, err := sim.ParseProfile(o.ProfileOut, prof)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: bench-sim: derived profile: %w", err)
+	}
+	return prof, p, nil
+}
+
+// simMakespan runs `gostachio sim` on profile for query q (host prices
+// scaled by cpuSlowdown unless 0) and returns its makespan in seconds.
+func simMakespan(ctx context.Context, o SimBenchOptions, profile, q string, cpuSlowdown float64) (float64, error) {
+	args := []string{"sim", "--profile", profile, "--nodes", strconv.Itoa(o.Nodes),
 		"--data", o.Data, "--query", q, "--policy", "overlap", "--json"}
 	if cpuSlowdown != 0 {
 		args = append(args, "--cpu-slowdown", strconv.FormatFloat(cpuSlowdown, 'g', -1, 64))

@@ -32,7 +32,7 @@ func TestDeriveProfile(t *testing.T) {
 		cores     int
 		wantCores float64
 	}{{1, 1}, {16, orig.Node.HostCores}} {
-		out, err := DeriveProfile(src, 4, 1, tc.cores, Link{Rate: 100e6}, 15*time.Microsecond, 1, 0)
+		out, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: tc.cores, Link: Link{Rate: 100e6}, Latency: 15*time.Microsecond, Colocation: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestDeriveProfile(t *testing.T) {
 			t.Errorf("nvme bandwidth %v, want the profile's %v", p.NVMe.Bandwidth, orig.NVMe.Bandwidth)
 		}
 		// Deriving again (shared_machine already present) changes nothing.
-		again, err := DeriveProfile(out, 4, 1, tc.cores, Link{Rate: 100e6}, 15*time.Microsecond, 1, 0)
+		again, err := DeriveProfile(out, Derivation{Nodes: 4, Devices: 1, Cores: tc.cores, Link: Link{Rate: 100e6}, Latency: 15*time.Microsecond, Colocation: 1})
 		if err != nil || string(again) != string(out) {
 			t.Errorf("deriving twice differs (%v):\n%s\n---\n%s", err, out, again)
 		}
@@ -62,7 +62,7 @@ func TestDeriveProfile(t *testing.T) {
 	// A co-location efficiency becomes the host's loss under
 	// oversubscription (4 workers x 1 device on 2 cores), keeps the cores,
 	// says so, and deriving again replaces it.
-	out, err := DeriveProfile(src, 4, 1, 2, Link{Rate: 1e9}, 0, 0.4, 0)
+	out, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,36 +73,36 @@ func TestDeriveProfile(t *testing.T) {
 	if !strings.Contains(string(out), "colocation: 0.4  # measured") {
 		t.Errorf("the derived colocation line does not say where it comes from:\n%s", out)
 	}
-	again, err := DeriveProfile(out, 4, 1, 2, Link{Rate: 1e9}, 0, 0.5, 0)
+	again, err := DeriveProfile(out, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.5})
 	if p2, err2 := sim.ParseProfile("again", again); err != nil || err2 != nil || p2.Node.Colocation != 0.5 || strings.Count(string(again), "colocation:") != 1 {
 		t.Errorf("deriving again with 0.5: %v %v\n%s", err, err2, again)
 	}
 	// No more kernels than cores: nothing to lose, no colocation lines.
-	out, err = DeriveProfile(src, 2, 1, 2, Link{Rate: 1e9}, 0, 0.4, 0)
+	out, err = DeriveProfile(src, Derivation{Nodes: 2, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.4})
 	if p, err2 := sim.ParseProfile("derived", out); err != nil || err2 != nil || p.Node.Colocation != 0 {
 		t.Errorf("2 workers x 1 device on 2 cores: colocation %v (%v, %v), want none", p.Node.Colocation, err, err2)
 	}
 	// A network CPU cost becomes node.net_cpu_cost, says what it is, and
 	// deriving again replaces it; a negative or infinite one is refused.
-	out, err = DeriveProfile(src, 4, 1, 2, Link{Rate: 1e9}, 0, 1, 1.5)
+	out, err = DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 1, NetCPUCost: 1.5})
 	if p, err2 := sim.ParseProfile("derived", out); err != nil || err2 != nil || p.Node.NetCPUCost != 1.5 || !strings.Contains(string(out), "net_cpu_cost: 1.5  # the TCP stack's CPU") {
 		t.Errorf("network cost 1.5: %v %v\n%s", err, err2, out)
 	}
-	again, err = DeriveProfile(out, 4, 1, 2, Link{Rate: 1e9}, 0, 1, 0.5)
+	again, err = DeriveProfile(out, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 1, NetCPUCost: 0.5})
 	if p, err2 := sim.ParseProfile("again", again); err != nil || err2 != nil || p.Node.NetCPUCost != 0.5 || strings.Count(string(again), "net_cpu_cost:") != 1 {
 		t.Errorf("deriving again with network cost 0.5: %v %v\n%s", err, err2, again)
 	}
 	for _, c := range []float64{-1, math.Inf(1), math.NaN()} {
-		if _, err := DeriveProfile(src, 4, 1, 2, Link{Rate: 1e9}, 0, 1, c); err == nil {
+		if _, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 1, NetCPUCost: c}); err == nil {
 			t.Errorf("network cost %v accepted", c)
 		}
 	}
 	for _, eff := range []float64{0, -1, 1.5} {
-		if _, err := DeriveProfile(src, 4, 1, 1, Link{Rate: 1e9}, 0, eff, 0); err == nil {
+		if _, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 1, Link: Link{Rate: 1e9}, Colocation: eff}); err == nil {
 			t.Errorf("efficiency %v accepted", eff)
 		}
 	}
-	if _, err := DeriveProfile([]byte("name: x\nnode:\n  gpus: 1\n"), 4, 1, 2, Link{Rate: 1e9}, 0, 1, 0); err == nil || !strings.Contains(err.Error(), "host_cores") {
+	if _, err := DeriveProfile([]byte("name: x\nnode:\n  gpus: 1\n"), Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 1}); err == nil || !strings.Contains(err.Error(), "host_cores") {
 		t.Errorf("profile without host_cores: err %v, want one naming host_cores", err)
 	}
 }

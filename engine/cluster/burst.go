@@ -1,0 +1,508 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"gostachio/costmodel"
+	"gostachio/engine"
+	"gostachio/internal/stats"
+	"gostachio/kernels/cpu"
+	"gostachio/sim"
+)
+
+// The fabric's efficiency on a query's exchanges (sim nic.bandwidth). A
+// shaped link carries a long TCP flow at its payload rate, but a query's
+// shuffle is short and many-flowed: every worker sends to every other at
+// once, three flows converge on each port, and a flow that starts into a
+// full port buffer loses packets and time (README, issue 9: q5 at 100
+// Mbit/s moved its busiest egress at 62–81% of the payload rate while it
+// had a send in flight). MeasureBurst times that pattern on the emulated
+// fabric, outside any query: Nodes processes in the cluster's namespaces,
+// each sending Frames frames of FrameBytes to every other through the
+// engine's data plane (Streams sends in flight per peer, as a worker's
+// exchange) and receiving as many, all starting at one instant; a round
+// ends when the last frame is acknowledged. FitFabricEfficiency then finds
+// the share of the link's payload rate at which the simulator, on the
+// profile the queries are simulated with, takes as long for the same
+// burst: the fabric's efficiency is calibrated from a micro-benchmark, as
+// the network's CPU cost and the co-location are, never from the queries.
+
+// BurstOptions configure MeasureBurst.
+type BurstOptions struct {
+	// Exe is this binary (the peers run `Exe cluster burst-peer`).
+	Exe string
+	// Nodes namespaces joined as a --netns cluster, shaped as Link.
+	Nodes int
+	Link  Link
+	// Frames of FrameBytes each worker sends to each other in a round,
+	// Streams of them in flight per peer (defaults: DefaultBurstFrames of
+	// 384 KiB, 4 in flight).
+	Frames     int
+	FrameBytes int64
+	Streams    int
+	// Rounds timed after Warmup untimed ones (defaults 7 and 2).
+	Rounds, Warmup int
+}
+
+// DefaultBurstFrames is a burst's frames per pair of workers: 7 of 384
+// KiB, 2.6 MiB, what a query moves from one worker to another at SF1 on 4
+// workers (the 654 frames of q3, q5, q9 and q18 logged in the README: 118
+// MiB, 2.5 MiB per query and ordered pair) in the byte-weighted median
+// frame.
+const DefaultBurstFrames = 7
+
+// BurstResult is the measurement.
+type BurstResult struct {
+	// Seconds are the timed rounds' makespans, Median their median.
+	Seconds []float64 `json:"rounds_s"`
+	Median  float64   `json:"median_s"`
+	// PortBytes is what each worker sent in a round; Rate is PortBytes
+	// over the median: each port's egress rate over the whole burst.
+	PortBytes int64   `json:"port_bytes"`
+	Rate      float64 `json:"port_bytes_per_s"`
+	// The shape measured (defaults filled in).
+	Nodes      int   `json:"nodes"`
+	Frames     int   `json:"frames"`
+	FrameBytes int64 `json:"frame_bytes"`
+	Streams    int   `json:"streams"`
+}
+
+// MeasureBurst times all-to-all bursts on a fresh emulated cluster
+// network (root and iproute2 needed).
+func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
+	var res BurstResult
+	if o.Link.Rate <= 0 || o.Nodes < 2 {
+		return res, fmt.Errorf("cluster: burst: need a link rate and 2 or more nodes")
+	}
+	if o.Frames <= 0 {
+		o.Frames = DefaultBurstFrames
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 7
+	}
+	if o.Warmup < 0 {
+		return res, fmt.Errorf("cluster: burst: %d warm-up rounds", o.Warmup)
+	}
+	d, rounds := time.Second, 1 // not used: a burst is sized by its frames
+	streamDefaults(&d, &rounds, &o.Streams, &o.FrameBytes, 384<<10)
+	id, err := NewNetnsID()
+	if err != nil {
+		return res, err
+	}
+	nn, err := NewNetns(id, o.Nodes, o.Link)
+	if err != nil {
+		return res, err
+	}
+	defer nn.Close()
+	const port = 29600
+	var addrs []string
+	for _, a := range nn.Addrs {
+		addrs = append(addrs, net.JoinHostPort(a, strconv.Itoa(port)))
+	}
+	peers := make([]*burstProc, o.Nodes)
+	defer func() {
+		for _, p := range peers {
+			if p != nil {
+				p.stop()
+			}
+		}
+	}()
+	for r := range o.Nodes {
+		cmd := nn.Exec(r, o.Exe, "cluster", "burst-peer", "--rank", strconv.Itoa(r), "--peers", strings.Join(addrs, ","),
+			"--frames", strconv.Itoa(o.Frames), "--frame", strconv.FormatInt(o.FrameBytes, 10), "--streams", strconv.Itoa(o.Streams))
+		if peers[r], err = startBurstProc(cmd); err != nil {
+			return res, fmt.Errorf("cluster: burst peer %d: %w", r, err)
+		}
+	}
+	for r, p := range peers {
+		if _, err := p.line(30 * time.Second); err != nil {
+			return res, fmt.Errorf("cluster: burst peer %d: not ready: %w", r, err)
+		}
+	}
+	for round := range o.Warmup + o.Rounds {
+		// A start an instant ahead, the same for all: the peers' clocks
+		// are this machine's.
+		t0 := time.Now().Add(20 * time.Millisecond).UnixNano()
+		for r, p := range peers {
+			if _, err := fmt.Fprintf(p.stdin, "go %d\n", t0); err != nil {
+				return res, fmt.Errorf("cluster: burst peer %d: %w (%s)", r, err, p.errText())
+			}
+		}
+		var end int64
+		for r, p := range peers {
+			l, err := p.line(60 * time.Second)
+			if err != nil {
+				return res, fmt.Errorf("cluster: burst peer %d, round %d: %w", r, round, err)
+			}
+			var pr burstPeerRound
+			if err := json.Unmarshal([]byte(l), &pr); err != nil || pr.End <= 0 {
+				return res, fmt.Errorf("cluster: burst peer %d, round %d: unreadable %q", r, round, l)
+			}
+			end = max(end, pr.End)
+		}
+		if round >= o.Warmup {
+			res.Seconds = append(res.Seconds, float64(end-t0)/1e9)
+		}
+	}
+	for r, p := range peers {
+		if err := p.finish(); err != nil {
+			return res, fmt.Errorf("cluster: burst peer %d: %w", r, err)
+		}
+		peers[r] = nil
+	}
+	res.Median = stats.Median(res.Seconds)
+	res.PortBytes = int64(o.Nodes-1) * int64(o.Frames) * benchBatch(o.FrameBytes).Bytes()
+	res.Rate = float64(res.PortBytes) / res.Median
+	res.Nodes, res.Frames, res.FrameBytes, res.Streams = o.Nodes, o.Frames, o.FrameBytes, o.Streams
+	return res, nil
+}
+
+// FabricFit is FitFabricEfficiency's answer.
+type FabricFit struct {
+	// Efficiency is the share of the NIC bandwidth fitted.
+	Efficiency float64 `json:"efficiency"`
+	// SimFull is the simulated burst at the full bandwidth and LinkBound
+	// the time the burst's bytes take through one port at that bandwidth,
+	// in seconds: SimFull well above LinkBound means the simulated burst is
+	// held back by the hosts' cores (node.net_cpu_cost), not the links.
+	SimFull   float64 `json:"sim_full_s"`
+	LinkBound float64 `json:"link_bound_s"`
+	// HostBound: SimFull exceeds LinkBound by more than hostBoundRatio,
+	// so the burst does not tell the links' efficiency apart from the
+	// cores' (Efficiency is then 1).
+	HostBound bool `json:"host_bound,omitempty"`
+}
+
+// hostBoundRatio is how far the simulated burst may exceed its bytes'
+// time through a port and still count as held by the links. Past it, a
+// NIC bandwidth fitted to the measurement would be set by noise: the
+// simulated time does not change with the bandwidth until that falls to
+// the rate the cores allow (at 10 Gbit/s here, a 3.4x gap: two bursts
+// that the simulator at the full rate matched within 1% and missed by
+// 10% fitted 1.0 and 0.27).
+const hostBoundRatio = 1.25
+
+// FitFabricEfficiency is the share e of prof's NIC bandwidth at which the
+// simulator's all-to-all burst of b's shape (sim.BurstMakespan) takes
+// b.Median: the simulated time grows as e falls, so e is found by
+// bisection to 0.1%. e is 1 when the simulator at the full bandwidth is
+// already as slow as the measurement or slower (the fabric cannot be
+// faster than its link), never below 0.05, and 1 when the simulated
+// burst is held by the hosts' cores, not the links (FabricFit.HostBound).
+func FitFabricEfficiency(ctx context.Context, prof *sim.Profile, b BurstResult) (FabricFit, error) {
+	var fit FabricFit
+	if b.Median <= 0 || b.Nodes < 2 {
+		return fit, fmt.Errorf("cluster: fabric efficiency: no burst measured")
+	}
+	p := *prof
+	full := p.NIC.Bandwidth
+	frame := benchBatch(b.FrameBytes).Bytes()
+	fit.LinkBound = float64(b.PortBytes) / float64(full)
+	at := func(e float64) (float64, error) {
+		p.NIC.Bandwidth = full * costmodel.Rate(e)
+		ns, err := sim.BurstMakespan(ctx, &p, b.Nodes, b.Frames, frame)
+		return float64(ns) / 1e9, err
+	}
+	var err error
+	if fit.SimFull, err = at(1); err != nil {
+		return fit, err
+	}
+	fit.HostBound = fit.SimFull > hostBoundRatio*fit.LinkBound
+	if fit.SimFull >= b.Median || fit.HostBound {
+		fit.Efficiency = 1
+		return fit, nil
+	}
+	lo, hi := 0.05, 1.0 // at lo: slower than measured (or the floor); at hi: faster
+	if t, err := at(lo); err != nil || t <= b.Median {
+		fit.Efficiency = lo
+		return fit, err
+	}
+	for hi-lo > 1e-3 {
+		mid := (lo + hi) / 2
+		t, err := at(mid)
+		if err != nil {
+			return fit, err
+		}
+		if t >= b.Median {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	fit.Efficiency = (lo + hi) / 2
+	return fit, nil
+}
+
+// describe says what the fit found, against a NIC of bandwidth full.
+func (fit FabricFit) describe(full costmodel.Rate) string {
+	s := fmt.Sprintf("%.4g s at the NIC bandwidth %s (the bytes through one port alone: %.4g s)", fit.SimFull, full, fit.LinkBound)
+	if fit.HostBound {
+		return s + "; held by the hosts' cores, not the links: the fabric's efficiency is not measurable here, 1 kept"
+	}
+	return s + fmt.Sprintf("; as long as measured at %.3f of it", fit.Efficiency)
+}
+
+// burstProc is one burst peer as the coordinator sees it.
+type burstProc struct {
+	cmd   *exec.Cmd
+	stdin io.WriteCloser
+	lines chan string
+	serr  bytes.Buffer
+	mu    sync.Mutex
+}
+
+func startBurstProc(cmd *exec.Cmd) (*burstProc, error) {
+	p := &burstProc{cmd: cmd, lines: make(chan string, 4)}
+	cmd.Stderr = lockedWriter{&p.mu, &p.serr}
+	var err error
+	if p.stdin, err = cmd.StdinPipe(); err != nil {
+		return nil, err
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			p.lines <- sc.Text()
+		}
+		close(p.lines)
+	}()
+	return p, nil
+}
+
+// line is the peer's next line of output, within d.
+func (p *burstProc) line(d time.Duration) (string, error) {
+	select {
+	case l, ok := <-p.lines:
+		if !ok {
+			return "", fmt.Errorf("exited: %s", p.errText())
+		}
+		return l, nil
+	case <-time.After(d):
+		return "", fmt.Errorf("silent for %v: %s", d, p.errText())
+	}
+}
+
+func (p *burstProc) errText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s := strings.TrimSpace(p.serr.String()); s != "" {
+		return s
+	}
+	return "no error output"
+}
+
+// finish ends the peer (stdin closed) and reports how it exited.
+func (p *burstProc) finish() error {
+	p.stdin.Close()
+	done := make(chan error, 1)
+	go func() { done <- p.cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("%w: %s", err, p.errText())
+		}
+		return nil
+	case <-time.After(10 * time.Second):
+		p.cmd.Process.Kill()
+		<-done
+		return errors.New("did not exit when told to")
+	}
+}
+
+// stop kills a peer left running by an error.
+func (p *burstProc) stop() {
+	p.stdin.Close()
+	p.cmd.Process.Kill()
+	p.cmd.Wait()
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(b []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(b)
+}
+
+// BurstPeerOptions are one worker of a burst (the hidden `gostachio
+// cluster burst-peer`).
+type BurstPeerOptions struct {
+	// Rank indexes Peers, every worker's data address (host:port).
+	Rank  int
+	Peers []string
+	// Frames of FrameBytes to each other worker per round, Streams in
+	// flight per peer.
+	Frames     int
+	FrameBytes int64
+	Streams    int
+}
+
+// burstPeerRound is a peer's report of one round: when its last frame
+// was acknowledged and the last frame for it stored (unix ns, this
+// machine's clock).
+type burstPeerRound struct {
+	End int64 `json:"end_ns"`
+}
+
+// RunBurstPeer is one worker of a burst: it connects to every other,
+// prints "ready", then for each line "go T" on stdin waits until T (unix
+// ns), sends Frames frames to every other worker and waits until as many
+// from each have been stored, and prints a burstPeerRound; it returns
+// when stdin ends.
+func RunBurstPeer(ctx context.Context, o BurstPeerOptions, stdin io.Reader, stdout io.Writer) error {
+	world := len(o.Peers)
+	if world < 2 || o.Rank < 0 || o.Rank >= world {
+		return fmt.Errorf("cluster: burst-peer: rank %d of %d peers", o.Rank, world)
+	}
+	if o.Frames < 1 || o.FrameBytes < 8 || o.Streams < 1 {
+		return fmt.Errorf("cluster: burst-peer: need frames >= 1, frame >= 8 bytes, streams >= 1")
+	}
+	defer engine.TuneGC()()
+	ln, err := net.Listen("tcp", o.Peers[o.Rank])
+	if err != nil {
+		return fmt.Errorf("cluster: burst-peer: %w", err)
+	}
+	var stored atomic.Int64
+	arrived := make(chan struct{}, 1)
+	store := func(q, pipe, dev int, batches []*cpu.Batch, lease *recvLease) error {
+		lease.Release()
+		stored.Add(1)
+		select {
+		case arrived <- struct{}{}:
+		default:
+		}
+		return nil
+	}
+	dp := newDataPlane(o.Rank, world, ln, 30*time.Second, store, func(string, ...any) {})
+	defer dp.close()
+	d := &net.Dialer{}
+	if err := dp.connect(ctx, o.Peers, d.DialContext, time.Now().Add(20*time.Second)); err != nil {
+		return fmt.Errorf("cluster: burst-peer %d: %w", o.Rank, err)
+	}
+	fmt.Fprintln(stdout, "ready")
+	frame := benchBatch(o.FrameBytes)
+	sc := bufio.NewScanner(stdin)
+	for round := int64(1); sc.Scan(); round++ {
+		word, arg, _ := strings.Cut(sc.Text(), " ")
+		t0, err := strconv.ParseInt(arg, 10, 64)
+		if word != "go" || err != nil {
+			return fmt.Errorf("cluster: burst-peer: %q: want \"go UNIX_NS\"", sc.Text())
+		}
+		time.Sleep(time.Until(time.Unix(0, t0)))
+		var wg sync.WaitGroup
+		errs := make(chan error, world*o.Streams)
+		for peer := range world {
+			if peer == o.Rank {
+				continue
+			}
+			var left atomic.Int64
+			left.Store(int64(o.Frames))
+			for range o.Streams {
+				wg.Go(func() {
+					for left.Add(-1) >= 0 {
+						if err := dp.send(ctx, 1, peer, 0, 0, []*cpu.Batch{frame}); err != nil {
+							errs <- err
+							return
+						}
+					}
+				})
+			}
+		}
+		wg.Wait()
+		close(errs)
+		if err := <-errs; err != nil {
+			return fmt.Errorf("cluster: burst-peer %d: %w", o.Rank, err)
+		}
+		want := round * int64(o.Frames) * int64(world-1)
+		deadline := time.After(30 * time.Second)
+		for stored.Load() < want {
+			select {
+			case <-arrived:
+			case <-deadline:
+				return fmt.Errorf("cluster: burst-peer %d: %d of %d frames arrived in 30 s", o.Rank, stored.Load()-want+int64(o.Frames)*int64(world-1), int64(o.Frames)*int64(world-1))
+			}
+		}
+		if err := json.NewEncoder(stdout).Encode(burstPeerRound{End: time.Now().UnixNano()}); err != nil {
+			return err
+		}
+	}
+	return sc.Err()
+}
+
+// FabricBenchOptions configure BenchFabric.
+type FabricBenchOptions struct {
+	BurstOptions
+	// Profile, when set, is a simulator profile of the cluster (as
+	// bench-sim derives: one node per worker, the link's NIC); the fabric's
+	// efficiency is fitted against it (FitFabricEfficiency).
+	Profile string
+}
+
+// FabricBenchResult is BenchFabric's measurement.
+type FabricBenchResult struct {
+	Burst BurstResult `json:"burst"`
+	Link  string      `json:"link"`
+	// PayloadShare is each port's rate over the burst against the link's
+	// TCP payload rate (TCPPayloadShare).
+	PayloadShare float64 `json:"payload_share"`
+	// Fit is FitFabricEfficiency's against Profile (none without).
+	Fit     *FabricFit `json:"fit,omitempty"`
+	Profile string     `json:"profile,omitempty"`
+}
+
+// BenchFabric measures all-to-all bursts on an emulated cluster network
+// (MeasureBurst) and prints what each port moved against the link's
+// payload rate and, given a profile, the efficiency the simulator needs to
+// take as long.
+func BenchFabric(ctx context.Context, o FabricBenchOptions, w io.Writer) (FabricBenchResult, error) {
+	var res FabricBenchResult
+	var prof *sim.Profile
+	if o.Profile != "" {
+		var err error
+		if prof, err = sim.LoadProfile(o.Profile); err != nil {
+			return res, fmt.Errorf("cluster: bench-fabric: %w", err)
+		}
+	}
+	b, err := MeasureBurst(ctx, o.BurstOptions)
+	if err != nil {
+		return res, err
+	}
+	res.Burst, res.Link = b, o.Link.String()
+	res.PayloadShare = b.Rate / (float64(o.Link.Rate) / 8 * TCPPayloadShare)
+	fmt.Fprintf(w, "all-to-all bursts on %d workers over --link %s: %d frames of %d KiB to each peer, %d in flight per peer; %d rounds after %d untimed\n",
+		b.Nodes, o.Link, b.Frames, b.FrameBytes>>10, b.Streams, len(b.Seconds), o.Warmup)
+	fmt.Fprintf(w, "round makespan: median %.4g s (%.4g–%.4g); each port sent %.2f MiB at %.2f MB/s, %.3f of the link's TCP payload rate\n",
+		b.Median, slices.Min(b.Seconds), slices.Max(b.Seconds), float64(b.PortBytes)/(1<<20), b.Rate/1e6, res.PayloadShare)
+	if prof != nil {
+		fit, err := FitFabricEfficiency(ctx, prof, b)
+		if err != nil {
+			return res, err
+		}
+		res.Fit, res.Profile = &fit, o.Profile
+		fmt.Fprintf(w, "the simulator on %s: %s\n", o.Profile, fit.describe(prof.NIC.Bandwidth))
+	}
+	return res, nil
+}

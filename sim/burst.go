@@ -1,0 +1,61 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"gostachio/scheduler"
+)
+
+// BurstMakespan is the simulated time, in ns, of an all-to-all burst on
+// nodes nodes of profile p: every node sends frames frames of frameBytes
+// bytes to every other node, all of them started at time 0, and the
+// burst ends when the last frame has arrived. The frames move as a
+// query's sends do (NIC egress and ingress, the network stack's CPU on
+// the hosts with node.net_cpu_cost, one frame at a time per pair of nodes
+// with node.ordered_sends), so a measured burst on the real fabric can be
+// set against the same profile's (engine/cluster.MeasureBurst). Errors:
+// fewer than 2 nodes, no frames, or an invalid profile.
+func BurstMakespan(ctx context.Context, p *Profile, nodes, frames int, frameBytes int64) (int64, error) {
+	if nodes < 2 || frames < 1 || frameBytes < 1 {
+		return 0, fmt.Errorf("sim: burst: need 2 or more nodes, 1 or more frames of 1 or more bytes (got %d, %d, %d)", nodes, frames, frameBytes)
+	}
+	c, err := NewCluster(p, nodes)
+	if err != nil {
+		return 0, err
+	}
+	tasks := make([]scheduler.Task, 0, nodes*(nodes-1)*frames)
+	for src := range int32(nodes) {
+		for dst := range int32(nodes) {
+			if src == dst {
+				continue
+			}
+			for range frames {
+				id := len(tasks)
+				tasks = append(tasks, scheduler.Task{ID: scheduler.TaskID(id), Kind: scheduler.TaskSend,
+					Res: scheduler.Resource{Kind: scheduler.ResNICOut, Node: src}, Peer: scheduler.Resource{Kind: scheduler.ResNICIn, Node: dst},
+					Node: src, PeerDevice: 0, Pipeline: -1, Unit: -1, Table: -1, Bytes: frameBytes, Tag: uint64(id) + 1})
+			}
+		}
+	}
+	for i := range tasks {
+		if err := c.Start(&tasks[i]); err != nil {
+			return 0, err
+		}
+	}
+	var end int64
+	for done := 0; ; done++ {
+		comp, err := c.Next(ctx)
+		if errors.Is(err, scheduler.ErrIdle) {
+			if done != len(tasks) {
+				return 0, fmt.Errorf("sim: burst: %d of %d frames arrived", done, len(tasks))
+			}
+			return end, nil
+		}
+		if err != nil {
+			return 0, err
+		}
+		end = max(end, int64(comp.End))
+	}
+}
