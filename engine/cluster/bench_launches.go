@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"gostachio/internal/stats"
@@ -81,6 +82,11 @@ type LaunchSummary struct {
 	// a prediction blind to a launch's own conditions is up against on
 	// this machine. Computed from 3 launches on (Spread.Cases 0 before).
 	Spread SpreadSummary `json:"engine_spread"`
+	// FullLink is the same summary with every case priced at the link's
+	// full payload rate (SimBenchRow.SimFullLink) where the fabric's
+	// efficiency lowered it: one set of engine runs, both models. Nil
+	// unless some row carries such a price.
+	FullLink *LaunchSummary `json:"full_link,omitempty"`
 }
 
 // SpreadSummary is LaunchSummary's counts for the leave-one-out
@@ -128,6 +134,18 @@ func SummarizeLaunches(rows []SimBenchRow, within float64) LaunchSummary {
 	}
 	if s.Launches >= 3 {
 		s.Spread = launchSpread(rows, within)
+	}
+	if slices.ContainsFunc(rows, func(r SimBenchRow) bool { return r.SimFullLink > 0 }) {
+		full := slices.Clone(rows)
+		for i := range full {
+			if r := &full[i]; r.SimFullLink > 0 {
+				*r = simBenchRow(r.Query, r.Engine, r.SimFullLink, r.SentMiB)
+				r.Launch = rows[i].Launch
+			}
+		}
+		fs := SummarizeLaunches(full, within)
+		fs.Spread = SpreadSummary{}
+		s.FullLink = &fs
 	}
 	return s
 }
@@ -256,6 +274,14 @@ func printLaunchSummary(w io.Writer, s LaunchSummary) {
 	}
 	fmt.Fprintf(w, "over %d launches: median |error| %.1f%%, %d of %d cases within %.0f%%, every query within it in %d of %d launches; median error per query: %s\n",
 		s.Launches, 100*s.MedianAbs, s.Within, s.Cases, 100*s.WithinBound, s.AllWithin, s.Launches, strings.Join(parts, ", "))
+	if f := s.FullLink; f != nil {
+		parts = parts[:0]
+		for i, q := range f.Queries {
+			parts = append(parts, fmt.Sprintf("%s %+.1f%%", q, 100*f.PerQuery[i]))
+		}
+		fmt.Fprintf(w, "priced at the link's full payload rate instead (no fabric efficiency): median |error| %.1f%%, %d of %d cases within %.0f%%, every query within it in %d of %d launches; median error per query: %s\n",
+			100*f.MedianAbs, f.Within, f.Cases, 100*f.WithinBound, f.AllWithin, f.Launches, strings.Join(parts, ", "))
+	}
 	if sp := s.Spread; sp.Cases > 0 {
 		fmt.Fprintf(w, "the engine's own launch-to-launch spread: each case's engine median predicted by its query's median over the other launches is within %.0f%% in %d of %d cases, every query in %d of %d launches (median |error| %.1f%%)\n",
 			100*s.WithinBound, sp.Within, sp.Cases, sp.AllWithin, s.Launches, 100*sp.MedianAbs)

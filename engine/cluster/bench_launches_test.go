@@ -46,6 +46,42 @@ func TestSummarizeLaunches(t *testing.T) {
 	}
 }
 
+// TestSummarizeFullLink: rows priced also at the link's full rate get a
+// second summary of those prices against the same engine medians, worked
+// by hand; rows without such prices get none.
+func TestSummarizeFullLink(t *testing.T) {
+	runs := []float64{0.9, 1, 1.2} // median 1
+	rows := []SimBenchRow{
+		simBenchRow("q3", runs, 1.05, 1), simBenchRow("q5", runs, 0.95, 1),
+		simBenchRow("q3", runs, 1.02, 1), simBenchRow("q5", runs, 0.99, 1),
+	}
+	for i, full := range []float64{0.80, 0.70, 0.85, 0.95} {
+		rows[i].SimFullLink, rows[i].Launch = full, 1+i/2
+	}
+	s := SummarizeLaunches(rows, 0.10)
+	f := s.FullLink
+	// Full-rate errors −0.20 −0.30 −0.15 −0.05: |sorted| 0.05 0.15 0.20
+	// 0.30, median 0.175; one within 10%; no launch all within; q3
+	// median(−0.20, −0.15) = −0.175, q5 median(−0.30, −0.05) = −0.175.
+	if f == nil || f.Within != 1 || f.AllWithin != 0 || math.Abs(f.MedianAbs-0.175) > 1e-12 || math.Abs(f.PerQuery[0]+0.175) > 1e-12 || math.Abs(f.PerQuery[1]+0.175) > 1e-12 {
+		t.Fatalf("full-link summary %+v", f)
+	}
+	if s.Within != 4 || s.AllWithin != 2 {
+		t.Errorf("the fabric-priced summary changed: %+v", s)
+	}
+	var out bytes.Buffer
+	printLaunchSummary(&out, s)
+	if !strings.Contains(out.String(), "full payload rate instead (no fabric efficiency): median |error| 17.5%, 1 of 4 cases") {
+		t.Errorf("summary lacks the full-link line:\n%s", out.String())
+	}
+	for i := range rows {
+		rows[i].SimFullLink = 0
+	}
+	if s := SummarizeLaunches(rows, 0.10); s.FullLink != nil {
+		t.Errorf("rows without full-link prices: %+v", s.FullLink)
+	}
+}
+
 // TestLaunchSpread predicts four launches' engine medians by the other
 // launches', worked by hand. Each case's runs are {0.9m, m, 1.2m}, so
 // the median of the runs is m (their mean would not be).

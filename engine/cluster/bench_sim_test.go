@@ -32,7 +32,7 @@ func TestDeriveProfile(t *testing.T) {
 		cores     int
 		wantCores float64
 	}{{1, 1}, {16, orig.Node.HostCores}} {
-		out, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: tc.cores, Link: Link{Rate: 100e6}, Latency: 15*time.Microsecond, Colocation: 1})
+		out, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: tc.cores, Link: Link{Rate: 100e6}, Latency: 15 * time.Microsecond, Colocation: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -54,7 +54,7 @@ func TestDeriveProfile(t *testing.T) {
 			t.Errorf("nvme bandwidth %v, want the profile's %v", p.NVMe.Bandwidth, orig.NVMe.Bandwidth)
 		}
 		// Deriving again (shared_machine already present) changes nothing.
-		again, err := DeriveProfile(out, Derivation{Nodes: 4, Devices: 1, Cores: tc.cores, Link: Link{Rate: 100e6}, Latency: 15*time.Microsecond, Colocation: 1})
+		again, err := DeriveProfile(out, Derivation{Nodes: 4, Devices: 1, Cores: tc.cores, Link: Link{Rate: 100e6}, Latency: 15 * time.Microsecond, Colocation: 1})
 		if err != nil || string(again) != string(out) {
 			t.Errorf("deriving twice differs (%v):\n%s\n---\n%s", err, out, again)
 		}

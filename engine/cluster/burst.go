@@ -468,7 +468,8 @@ type FabricBenchResult struct {
 	// PayloadShare is each port's rate over the burst against the link's
 	// TCP payload rate (TCPPayloadShare).
 	PayloadShare float64 `json:"payload_share"`
-	// Fit is FitFabricEfficiency's against Profile (none without).
+	// Fit is FitFabricEfficiency's against Profile (in bench-sim's rows:
+	// against the derived profile at the full payload rate).
 	Fit     *FabricFit `json:"fit,omitempty"`
 	Profile string     `json:"profile,omitempty"`
 }

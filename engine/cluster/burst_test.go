@@ -1,0 +1,215 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"gostachio/costmodel"
+	"gostachio/sim"
+)
+
+// burstAt is the simulated burst of b's shape on p with its NIC at share
+// e of its bandwidth, in seconds.
+func burstAt(t *testing.T, p sim.Profile, e float64, b BurstResult) float64 {
+	t.Helper()
+	p.NIC.Bandwidth *= costmodel.Rate(e)
+	ns, err := sim.BurstMakespan(context.Background(), &p, b.Nodes, b.Frames, benchBatch(b.FrameBytes).Bytes())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return float64(ns) / 1e9
+}
+
+// TestFitFabricEfficiency: a burst measured as long as the simulator
+// takes at half the NIC bandwidth fits 0.5; one faster than the simulator
+// at the full bandwidth fits 1; a burst the simulated cores hold back
+// fits 1 and says so, however slow the measurement.
+func TestFitFabricEfficiency(t *testing.T) {
+	p, err := sim.LoadProfile("../../sim/testdata/profiles/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Node.OrderedSends = true
+	b := BurstResult{Nodes: 3, Frames: 4, FrameBytes: 256 << 10}
+	b.PortBytes = int64(b.Nodes-1) * int64(b.Frames) * benchBatch(b.FrameBytes).Bytes()
+	ctx := context.Background()
+	for _, e := range []float64{0.5, 0.8} {
+		b.Median = burstAt(t, *p, e, b)
+		fit, err := FitFabricEfficiency(ctx, p, b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(fit.Efficiency-e) > 2e-3 || fit.HostBound || !(fit.SimFull < b.Median) {
+			t.Errorf("burst as long as the simulator's at %g: fit %+v", e, fit)
+		}
+		if want := float64(b.PortBytes) / float64(p.NIC.Bandwidth); math.Abs(fit.LinkBound-want) > 1e-9 {
+			t.Errorf("link bound %g s, want %g", fit.LinkBound, want)
+		}
+	}
+	b.Median = 0.5 * burstAt(t, *p, 1, b)
+	if fit, err := FitFabricEfficiency(ctx, p, b); err != nil || fit.Efficiency != 1 {
+		t.Errorf("burst faster than the simulator at the full rate: fit %+v (%v), want 1", fit, err)
+	}
+	cpuBound := *p
+	cpuBound.Node.NetCPUCost = 20 // 40 ns a byte on 4 cores: 0.1 B/ns, a tenth of the NIC
+	b.Median = 10 * burstAt(t, cpuBound, 1, b)
+	if fit, err := FitFabricEfficiency(ctx, &cpuBound, b); err != nil || fit.Efficiency != 1 || !fit.HostBound {
+		t.Errorf("burst held by the cores: fit %+v (%v), want efficiency 1, host bound", fit, err)
+	}
+	if _, err := FitFabricEfficiency(ctx, p, BurstResult{}); err == nil {
+		t.Error("no burst: fitted")
+	}
+}
+
+// TestBurstPeers runs the burst protocol between two in-process peers on
+// loopback: each round reports when the peer's frames were acknowledged
+// and the other's stored, and a line that is not "go UNIX_NS" ends the
+// peer with an error naming it.
+func TestBurstPeers(t *testing.T) {
+	// The peers tune this process's collector as a worker's; advising 4
+	// GiB of a heap that earlier tests used would zero it all (seconds).
+	t.Setenv("GOSTACHIO_THP", "0")
+	var addrs []string
+	for range 2 {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		addrs = append(addrs, ln.Addr().String())
+		ln.Close()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	type peer struct {
+		in   *io.PipeWriter
+		out  *bufio.Scanner
+		errc chan error
+	}
+	var peers []peer
+	for r := range 2 {
+		inR, inW := io.Pipe()
+		outR, outW := io.Pipe()
+		p := peer{in: inW, out: bufio.NewScanner(outR), errc: make(chan error, 1)}
+		go func() {
+			err := RunBurstPeer(ctx, BurstPeerOptions{Rank: r, Peers: addrs, Frames: 3, FrameBytes: 64 << 10, Streams: 2}, inR, outW)
+			outW.Close()
+			p.errc <- err
+		}()
+		peers = append(peers, p)
+	}
+	for r, p := range peers {
+		if !p.out.Scan() || p.out.Text() != "ready" {
+			t.Fatalf("peer %d: %q, want ready (%v)", r, p.out.Text(), p.out.Err())
+		}
+	}
+	for round := range 2 {
+		t0 := time.Now().Add(10 * time.Millisecond).UnixNano()
+		for _, p := range peers {
+			fmt.Fprintf(p.in, "go %d\n", t0)
+		}
+		for r, p := range peers {
+			var rep burstPeerRound
+			if !p.out.Scan() || json.Unmarshal(p.out.Bytes(), &rep) != nil {
+				t.Fatalf("peer %d, round %d: %q", r, round, p.out.Text())
+			}
+			if rep.End < t0 || rep.End > time.Now().UnixNano() {
+				t.Errorf("peer %d, round %d: end %d outside [%d, now]", r, round, rep.End, t0)
+			}
+		}
+	}
+	fmt.Fprintln(peers[0].in, "start now")
+	if err := <-peers[0].errc; err == nil || !strings.Contains(err.Error(), `"start now"`) {
+		t.Errorf("bad line: err %v, want one quoting it", err)
+	}
+	peers[1].in.Close()
+	if err := <-peers[1].errc; err != nil {
+		t.Errorf("peer 1 at the end of its input: %v", err)
+	}
+	for _, o := range []BurstPeerOptions{{Rank: 2, Peers: addrs, Frames: 1, FrameBytes: 64, Streams: 1}, {Rank: 0, Peers: addrs[:1], Frames: 1, FrameBytes: 64, Streams: 1},
+		{Rank: 0, Peers: addrs, Frames: 0, FrameBytes: 64, Streams: 1}} {
+		if err := RunBurstPeer(ctx, o, strings.NewReader(""), io.Discard); err == nil {
+			t.Errorf("%+v: accepted", o)
+		}
+	}
+}
+
+// TestMeasureBurst times bursts on a 3-node emulated cluster at 50
+// Mbit/s: each port cannot beat the link's payload rate (beyond what the
+// shaper's 128 KiB bucket lets through at once), the fit against a
+// profile of that link reproduces the measurement, and nothing of the
+// network is left.
+func TestMeasureBurst(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three namespaces' data plane for seconds")
+	}
+	needNetns(t)
+	exe := gostachioBin(t)
+	link, err := ParseLink("50Mbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	before := gstNamespaces(t)
+	b, err := MeasureBurst(context.Background(), BurstOptions{Exe: exe, Nodes: 3, Link: link, Frames: 4, FrameBytes: 128 << 10, Rounds: 2, Warmup: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(b.Seconds) != 2 || b.PortBytes != 2*4*benchBatch(128<<10).Bytes() {
+		t.Fatalf("rounds %v, port bytes %d", b.Seconds, b.PortBytes)
+	}
+	payload := 50e6 / 8 * TCPPayloadShare
+	if bucket := float64(b.PortBytes) / (float64(b.PortBytes) - 128<<10); b.Rate < 0.2*payload || b.Rate > bucket*1.02*payload {
+		t.Errorf("each port %.2f MB/s over a link of %.2f MB/s payload", b.Rate/1e6, payload/1e6)
+	}
+	src := []byte(strings.Replace(tinyProfileYAML(t), "nic: {bandwidth: 1GB/s, latency: 5us}", fmt.Sprintf("nic: {bandwidth: %.0f, latency: 15us}", payload), 1))
+	p, err := sim.ParseProfile("tiny-50Mbit", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fit, err := FitFabricEfficiency(context.Background(), p, b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := burstAt(t, *p, fit.Efficiency, b); fit.Efficiency < 1 && math.Abs(got-b.Median) > 0.01*b.Median {
+		t.Errorf("fit %+v: the simulator takes %.4g s there, measured %.4g s", fit, got, b.Median)
+	}
+	if after := gstNamespaces(t); !slices.Equal(before, after) {
+		t.Errorf("namespaces before %v, after %v", before, after)
+	}
+}
+
+func tinyProfileYAML(t *testing.T) string {
+	t.Helper()
+	out, err := os.ReadFile("../../sim/testdata/profiles/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(out)
+}
+
+// gstNamespaces lists this machine's gostachio network namespaces.
+func gstNamespaces(t *testing.T) []string {
+	t.Helper()
+	out, err := exec.Command("ip", "netns", "list").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], NetnsPrefix) {
+			names = append(names, f[0])
+		}
+	}
+	slices.Sort(names)
+	return names
+}
