@@ -35,6 +35,9 @@ const (
 	// stealRounds alternations of alone / beside reads (their medians
 	// are fitted: the machine's speed flips within a round).
 	stealRounds = 5
+	// maxStealRetries is how many times a window beside reads runs when
+	// no read completes in it.
+	maxStealRetries = 3
 )
 
 var stealSink atomic.Uint64
@@ -96,9 +99,20 @@ func microSteal(ctx context.Context, ds *dataset.Dataset, opts MicroOptions, log
 	for round := range rounds {
 		loop, window := stealWindow(cores, iters)
 		out = append(out, Sample{Component: CompSteal, Case: "compute loop alone", Tasks: cores, Ns: loop.Nanoseconds(), Rows: window.Nanoseconds()})
-		loop, window, read, err := stealBesideReads(ctx, path, size, cores, iters, logw)
-		if err != nil {
-			return nil, err
+		var read int64
+		for try := 1; ; try++ {
+			var err error
+			loop, window, read, err = stealBesideReads(ctx, path, size, cores, iters, logw)
+			if err != nil {
+				return nil, err
+			}
+			// A window in which no read completed says nothing of what
+			// reads take (the reader stalled: seen once in the quick
+			// test's windows of ~0.1 s on a busy machine); run it again.
+			if read > 0 || try == maxStealRetries {
+				break
+			}
+			fmt.Fprintf(logw, "calibrate: read steal round %d: no read completed beside the loops, again (%d of %d)\n", round+1, try+1, maxStealRetries)
 		}
 		out = append(out, Sample{Component: CompSteal, Case: fmt.Sprintf("compute loop beside reads qd%d", readerQD), Tasks: cores,
 			Depth: readerQD, Bytes: read, Rows: window.Nanoseconds(), Ns: loop.Nanoseconds()})
