@@ -443,7 +443,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	fullLink := "" // the profile at the full payload rate, when the fabric's efficiency is below 1
 	if o.FabricEfficiency == 0 {
 		fmt.Fprintf(log, "bench-sim: timing all-to-all bursts on %d workers over --link %s\n", o.Nodes, o.Link)
-		b, err := MeasureBurst(ctx, BurstOptions{Exe: o.Exe, Nodes: o.Nodes, Link: o.Link})
+		b, err := MeasureBurst(ctx, BurstOptions{Exe: o.Exe, Nodes: o.Nodes, Link: o.Link, Warmup: 2})
 		if err != nil {
 			return nil, err
 		}

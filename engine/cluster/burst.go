@@ -54,7 +54,9 @@ type BurstOptions struct {
 	Frames     int
 	FrameBytes int64
 	Streams    int
-	// Rounds timed after Warmup untimed ones (defaults 7 and 2).
+	// Rounds timed (default 7) after Warmup untimed ones (bench-sim and
+	// bench-fabric run 2: the peers' connections are fresh, as a worker's
+	// are not after its first queries).
 	Rounds, Warmup int
 }
 
@@ -97,8 +99,12 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 	if o.Warmup < 0 {
 		return res, fmt.Errorf("cluster: burst: %d warm-up rounds", o.Warmup)
 	}
-	d, rounds := time.Second, 1 // not used: a burst is sized by its frames
-	streamDefaults(&d, &rounds, &o.Streams, &o.FrameBytes, 384<<10)
+	if o.Streams <= 0 {
+		o.Streams = 4
+	}
+	if o.FrameBytes <= 0 {
+		o.FrameBytes = 384 << 10
+	}
 	id, err := NewNetnsID()
 	if err != nil {
 		return res, err
@@ -129,8 +135,8 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 		}
 	}
 	for r, p := range peers {
-		if _, err := p.line(30 * time.Second); err != nil {
-			return res, fmt.Errorf("cluster: burst peer %d: not ready: %w", r, err)
+		if l, err := p.line(ctx, 30*time.Second); err != nil || l != "ready" {
+			return res, fmt.Errorf("cluster: burst peer %d: not ready: %q %v", r, l, err)
 		}
 	}
 	for round := range o.Warmup + o.Rounds {
@@ -144,7 +150,7 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 		}
 		var end int64
 		for r, p := range peers {
-			l, err := p.line(60 * time.Second)
+			l, err := p.line(ctx, 60*time.Second)
 			if err != nil {
 				return res, fmt.Errorf("cluster: burst peer %d, round %d: %w", r, round, err)
 			}
@@ -290,8 +296,10 @@ func startBurstProc(cmd *exec.Cmd) (*burstProc, error) {
 }
 
 // line is the peer's next line of output, within d.
-func (p *burstProc) line(d time.Duration) (string, error) {
+func (p *burstProc) line(ctx context.Context, d time.Duration) (string, error) {
 	select {
+	case <-ctx.Done():
+		return "", context.Cause(ctx)
 	case l, ok := <-p.lines:
 		if !ok {
 			return "", fmt.Errorf("exited: %s", p.errText())
