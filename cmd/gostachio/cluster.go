@@ -165,8 +165,9 @@ every other (--streams in flight per peer, as a query's exchange) and receives
 as many, all starting together. Prints the rounds' makespans and what each port
 moved against the link's TCP payload rate; with --profile (a cluster profile,
 as 'cluster bench-sim' derives), the share of its NIC bandwidth at which the
-simulator takes as long for the same burst. bench-sim measures this before its
-runs (--fabric).`,
+simulator takes as long for the same burst (of the bandwidth as written: a
+profile bench-sim wrote carries its launch's share already). bench-sim makes
+this measurement before its runs (--fabric-efficiency 0, the default).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			l, err := cluster.ParseLink(link)
