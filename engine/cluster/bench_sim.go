@@ -452,8 +452,8 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			return nil, err
 		}
 		fabric = &FabricBenchResult{Burst: b, Link: o.Link.String(), PayloadShare: b.Rate / (float64(o.Link.Rate) / 8 * TCPPayloadShare), Fit: &fit}
-		fmt.Fprintf(w, "fabric: all-to-all bursts of %d x %d KiB per pair took %.4g s (median of %d rounds, %.4g–%.4g), each port %.2f MB/s, %.3f of the payload rate; simulated %s\n",
-			b.Frames, b.FrameBytes>>10, b.Median, len(b.Seconds), slices.Min(b.Seconds), slices.Max(b.Seconds), b.Rate/1e6, fabric.PayloadShare, fit.describe(derived.NIC.Bandwidth))
+		fmt.Fprintf(w, "fabric: all-to-all bursts of %d x %d KiB per pair took %.4g s (median of %d rounds, %.4g–%.4g), each port %.2f MB/s, %.3f of the payload rate, %.2f cores busy; simulated %s\n",
+			b.Frames, b.FrameBytes>>10, b.Median, len(b.Seconds), slices.Min(b.Seconds), slices.Max(b.Seconds), b.Rate/1e6, fabric.PayloadShare, b.BusyCores, fit.describe(derived.NIC.Bandwidth))
 		o.FabricEfficiency = fit.Efficiency
 	}
 	if o.FabricEfficiency < 1 {

@@ -76,6 +76,10 @@ type BurstResult struct {
 	// over the median: each port's egress rate over the whole burst.
 	PortBytes int64   `json:"port_bytes"`
 	Rate      float64 `json:"port_bytes_per_s"`
+	// BusyCores is the machine's busy CPU time (every process, /proc/stat)
+	// over the timed rounds' wall time: how many of its cores the bursts
+	// kept busy.
+	BusyCores float64 `json:"busy_cores"`
 	// The shape measured (defaults filled in).
 	Nodes      int   `json:"nodes"`
 	Frames     int   `json:"frames"`
@@ -139,6 +143,7 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 			return res, fmt.Errorf("cluster: burst peer %d: not ready: %q %v", r, l, err)
 		}
 	}
+	var busy, wall int64 // the machine's busy CPU and the wall time of the timed rounds
 	for round := range o.Warmup + o.Rounds {
 		// A start an instant ahead, the same for all: the peers' clocks
 		// are this machine's.
@@ -147,6 +152,11 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 			if _, err := fmt.Fprintf(p.stdin, "go %d\n", t0); err != nil {
 				return res, fmt.Errorf("cluster: burst peer %d: %w (%s)", r, err, p.errText())
 			}
+		}
+		time.Sleep(time.Until(time.Unix(0, t0)))
+		busy0, err := readBusyNs()
+		if err != nil {
+			return res, err
 		}
 		var end int64
 		for r, p := range peers {
@@ -160,9 +170,18 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 			}
 			end = max(end, pr.End)
 		}
+		busy1, err := readBusyNs()
+		if err != nil {
+			return res, err
+		}
 		if round >= o.Warmup {
 			res.Seconds = append(res.Seconds, float64(end-t0)/1e9)
+			busy += busy1 - busy0
+			wall += time.Now().UnixNano() - t0
 		}
+	}
+	if wall > 0 {
+		res.BusyCores = float64(busy) / float64(wall)
 	}
 	for r, p := range peers {
 		if err := p.finish(); err != nil {
@@ -503,8 +522,8 @@ func BenchFabric(ctx context.Context, o FabricBenchOptions, w io.Writer) (Fabric
 	res.PayloadShare = b.Rate / (float64(o.Link.Rate) / 8 * TCPPayloadShare)
 	fmt.Fprintf(w, "all-to-all bursts on %d workers over --link %s: %d frames of %d KiB to each peer, %d in flight per peer; %d rounds after %d untimed\n",
 		b.Nodes, o.Link, b.Frames, b.FrameBytes>>10, b.Streams, len(b.Seconds), o.Warmup)
-	fmt.Fprintf(w, "round makespan: median %.4g s (%.4g–%.4g); each port sent %.2f MiB at %.2f MB/s, %.3f of the link's TCP payload rate\n",
-		b.Median, slices.Min(b.Seconds), slices.Max(b.Seconds), float64(b.PortBytes)/(1<<20), b.Rate/1e6, res.PayloadShare)
+	fmt.Fprintf(w, "round makespan: median %.4g s (%.4g–%.4g); each port sent %.2f MiB at %.2f MB/s, %.3f of the link's TCP payload rate; %.2f cores busy\n",
+		b.Median, slices.Min(b.Seconds), slices.Max(b.Seconds), float64(b.PortBytes)/(1<<20), b.Rate/1e6, res.PayloadShare, b.BusyCores)
 	if prof != nil {
 		fit, err := FitFabricEfficiency(ctx, prof, b)
 		if err != nil {

@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -166,6 +167,9 @@ func TestMeasureBurst(t *testing.T) {
 	}
 	if len(b.Seconds) != 2 || b.PortBytes != 2*4*benchBatch(128<<10).Bytes() {
 		t.Fatalf("rounds %v, port bytes %d", b.Seconds, b.PortBytes)
+	}
+	if !(b.BusyCores > 0 && b.BusyCores <= float64(runtime.NumCPU())+0.1) {
+		t.Errorf("%.2f cores busy during the bursts, on %d cores", b.BusyCores, runtime.NumCPU())
 	}
 	payload := 50e6 / 8 * TCPPayloadShare
 	if bucket := float64(b.PortBytes) / (float64(b.PortBytes) - 128<<10); b.Rate < 0.2*payload || b.Rate > bucket*1.02*payload {
