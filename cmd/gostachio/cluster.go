@@ -94,31 +94,11 @@ func newBenchExchangeCmd(g *globals) *cobra.Command {
 		Short: "Exchange throughput of the data plane against iperf3 on the same path (loopback; with --netns, between two namespaces)",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			l, err := cluster.ParseLink(link)
-			if err != nil {
+			var err error
+			if o.Link, o.FrameBytes, o.Exe, err = streamInputs(link, frame); err != nil {
 				return err
 			}
-			n, err := units.ParseBytes(frame)
-			if err != nil {
-				return err
-			}
-			exe, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("cluster: %w", err)
-			}
-			o.Exe, o.Link, o.FrameBytes = exe, l, n
-			out := c.OutOrStdout()
-			if g.json {
-				out = c.ErrOrStderr()
-			}
-			rows, err := cluster.BenchExchange(c.Context(), o, out)
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return writeJSON(c.OutOrStdout(), rows)
-			}
-			return nil
+			return tableOrJSON(c, g, func(out io.Writer) (any, error) { return cluster.BenchExchange(c.Context(), o, out) })
 		},
 	}
 	f := cmd.Flags()
@@ -170,34 +150,14 @@ profile bench-sim wrote carries its launch's share already). bench-sim makes
 this measurement before its runs (--fabric-efficiency 0, the default).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			l, err := cluster.ParseLink(link)
-			if err != nil {
+			var err error
+			if o.Link, o.FrameBytes, o.Exe, err = streamInputs(link, frame); err != nil {
 				return err
 			}
-			if l.Rate <= 0 {
+			if o.Link.Rate <= 0 {
 				return fmt.Errorf("cluster: bench-fabric: --link needs a rate (e.g. 100Mbit)")
 			}
-			n, err := units.ParseBytes(frame)
-			if err != nil {
-				return err
-			}
-			exe, err := os.Executable()
-			if err != nil {
-				return fmt.Errorf("cluster: %w", err)
-			}
-			o.Exe, o.Link, o.FrameBytes = exe, l, n
-			out := c.OutOrStdout()
-			if g.json {
-				out = c.ErrOrStderr()
-			}
-			res, err := cluster.BenchFabric(c.Context(), o, out)
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return writeJSON(c.OutOrStdout(), res)
-			}
-			return nil
+			return tableOrJSON(c, g, func(out io.Writer) (any, error) { return cluster.BenchFabric(c.Context(), o, out) })
 		},
 	}
 	f := cmd.Flags()
@@ -312,18 +272,10 @@ the rows of separate runs.`,
 			for _, q := range strings.Split(qs, ",") {
 				o.Queries = append(o.Queries, strings.TrimSpace(q))
 			}
-			out := c.OutOrStdout()
-			if g.json {
-				out = c.ErrOrStderr()
-			}
-			rows, _, err := cluster.BenchSimLaunches(c.Context(), o, launches, within, out, c.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return writeJSON(c.OutOrStdout(), rows)
-			}
-			return nil
+			return tableOrJSON(c, g, func(out io.Writer) (any, error) {
+				rows, _, err := cluster.BenchSimLaunches(c.Context(), o, launches, within, out, c.ErrOrStderr())
+				return rows, err
+			})
 		},
 	}
 	f := cmd.Flags()
@@ -367,18 +319,7 @@ its query's median over the other launches. That spread is what a prediction
 blind to a launch's own conditions is up against on this machine.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, files []string) error {
-			out := c.OutOrStdout()
-			if g.json {
-				out = c.ErrOrStderr()
-			}
-			s, err := cluster.PoolLaunches(files, within, out)
-			if err != nil {
-				return err
-			}
-			if g.json {
-				return writeJSON(c.OutOrStdout(), s)
-			}
-			return nil
+			return tableOrJSON(c, g, func(out io.Writer) (any, error) { return cluster.PoolLaunches(files, within, out) })
 		},
 	}
 	cmd.Flags().Float64Var(&within, "within", 0.10, "the |error| bound cases and launches are counted within (0.10: 10%)")
@@ -386,6 +327,38 @@ blind to a launch's own conditions is up against on this machine.`,
 }
 
 // writeJSON prints v as indented JSON (the --json output of a command).
+// tableOrJSON runs a benchmark that prints a table: on stdout, or under
+// --json on stderr with its result as JSON on stdout.
+func tableOrJSON(c *cobra.Command, g *globals, bench func(table io.Writer) (any, error)) error {
+	table := c.OutOrStdout()
+	if g.json {
+		table = c.ErrOrStderr()
+	}
+	res, err := bench(table)
+	if err != nil || !g.json {
+		return err
+	}
+	return writeJSON(c.OutOrStdout(), res)
+}
+
+// streamInputs are a stream benchmark's --link and --frame, parsed, and
+// this binary (its peers run it).
+func streamInputs(link, frame string) (cluster.Link, int64, string, error) {
+	l, err := cluster.ParseLink(link)
+	if err != nil {
+		return l, 0, "", err
+	}
+	n, err := units.ParseBytes(frame)
+	if err != nil {
+		return l, 0, "", err
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return l, 0, "", fmt.Errorf("cluster: %w", err)
+	}
+	return l, n, exe, nil
+}
+
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
