@@ -97,6 +97,18 @@ func TestDeriveProfile(t *testing.T) {
 			t.Errorf("network cost %v accepted", c)
 		}
 	}
+	// A fabric efficiency scales the NIC's payload rate and says so; one
+	// outside (0, 1] is refused.
+	out, err = DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 1, FabricEfficiency: 0.8})
+	if p, err2 := sim.ParseProfile("derived", out); err != nil || err2 != nil || math.Abs(p.NIC.Bandwidth.PerNs()-0.8*1e9/8/1e9*1448/1514) > 1e-6 ||
+		!strings.Contains(string(out), "x 0.800, the share of it a port moved in all-to-all bursts") {
+		t.Errorf("fabric efficiency 0.8: %v %v\n%s", err, err2, out)
+	}
+	for _, f := range []float64{-0.5, 1.5, math.NaN()} {
+		if _, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 1, FabricEfficiency: f}); err == nil {
+			t.Errorf("fabric efficiency %v accepted", f)
+		}
+	}
 	for _, eff := range []float64{0, -1, 1.5} {
 		if _, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 1, Link: Link{Rate: 1e9}, Colocation: eff}); err == nil {
 			t.Errorf("efficiency %v accepted", eff)
