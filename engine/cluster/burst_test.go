@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -216,4 +217,57 @@ func gstNamespaces(t *testing.T) []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// TestBenchSimFabric runs bench-sim end to end on SF0.01 over 1 Gbit/s
+// links (the co-location and network cost given, the fabric measured):
+// every row carries the burst and its fit, the profile written has the
+// NIC at the payload rate times the fitted share, the rows priced at the
+// full rate are no slower than at the fitted share, and the full-rate
+// profile it simulated with is removed.
+func TestBenchSimFabric(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 4-worker netns cluster and its bursts for seconds")
+	}
+	needNetns(t)
+	exe := gostachioBin(t)
+	link, err := ParseLink("1Gbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	out := filepath.Join(tmp, "derived.yaml")
+	rows, err := BenchSim(context.Background(), SimBenchOptions{Exe: exe, Nodes: 4, Link: link, Devices: 1, Data: testData(t),
+		Queries: []string{"q3", "q5"}, Reps: 1, Profile: "../../sim/profiles/devbox-calibrated.yaml", ProfileOut: out,
+		Latency: 15 * time.Microsecond, Colocation: 0.6, NetCPUCost: 1}, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 2 {
+		t.Fatalf("%d rows, want 2", len(rows))
+	}
+	e := rows[0].FabricEfficiency
+	t.Logf("fabric efficiency %.3f; q3 %.4g s (full rate %.4g s)", e, rows[0].Sim, rows[0].SimFullLink)
+	for _, r := range rows {
+		if r.Fabric == nil || r.Fabric.Fit == nil || !(r.Fabric.Burst.Median > 0) || r.FabricEfficiency != r.Fabric.Fit.Efficiency || r.FabricEfficiency != e {
+			t.Fatalf("%s: fabric %+v, efficiency %v", r.Query, r.Fabric, r.FabricEfficiency)
+		}
+		if !(e > 0 && e <= 1) || (e < 1) != (r.SimFullLink > 0) {
+			t.Errorf("%s: efficiency %v, full-rate price %v", r.Query, e, r.SimFullLink)
+		}
+		if e < 1 && r.Sim < 0.98*r.SimFullLink {
+			t.Errorf("%s: %.4g s at %.3f of the rate, %.4g s at all of it", r.Query, r.Sim, e, r.SimFullLink)
+		}
+	}
+	p, err := sim.LoadProfile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := math.Round(1e9 / 8 * TCPPayloadShare * e); math.Abs(float64(p.NIC.Bandwidth)-want) > 0.5 {
+		t.Errorf("derived NIC %v B/s, want %v (efficiency %v)", float64(p.NIC.Bandwidth), want, e)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "gostachio-full-link-*")); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
 }
