@@ -490,9 +490,15 @@ func removeLink(name string) error {
 	return err
 }
 
+// isGone is whether err from `ip` says the namespace or link was not
+// there to remove.
 func isGone(err error) bool {
 	s := err.Error()
-	return strings.Contains(s, "Cannot find device") || strings.Contains(s, "No such file") || strings.Contains(s, "does not exist")
+	// "No such device": a host veth whose namespace end went with its
+	// namespace between the check and the delete (the kernel removes the
+	// pair after `ip netns del` returns).
+	return strings.Contains(s, "Cannot find device") || strings.Contains(s, "No such device") ||
+		strings.Contains(s, "No such file") || strings.Contains(s, "does not exist")
 }
 
 func ipCmd(args ...string) error { return run("ip", args...) }

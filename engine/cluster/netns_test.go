@@ -19,6 +19,22 @@ import (
 	"gostachio/traces"
 )
 
+// TestIsGone: what `ip` prints for a namespace or link already removed
+// counts as gone (the last case once failed a cluster launch's clean-up:
+// the host veth went with its namespace); other failures do not.
+func TestIsGone(t *testing.T) {
+	for msg, gone := range map[string]bool{
+		`ip link del gst-1-0h: exit status 1: Cannot find device "gst-1-0h"`:                           true,
+		`ip netns del gst-1-0: exit status 1: Cannot remove namespace file: No such file or directory`: true,
+		`ip link del gst-90832b-3h: exit status 2: RTNETLINK answers: No such device`:                  true,
+		`ip link del gst-1-0h: exit status 2: RTNETLINK answers: Operation not permitted`:              false,
+	} {
+		if got := isGone(errors.New(msg)); got != gone {
+			t.Errorf("isGone(%q) = %v, want %v", msg, got, gone)
+		}
+	}
+}
+
 func TestParseLink(t *testing.T) {
 	for _, c := range []struct {
 		in   string
