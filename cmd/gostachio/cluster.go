@@ -157,6 +157,15 @@ this measurement before its runs (--fabric-efficiency 0, the default).`,
 			if o.Link.Rate <= 0 {
 				return fmt.Errorf("cluster: bench-fabric: --link needs a rate (e.g. 100Mbit)")
 			}
+			for _, c := range []struct {
+				flag     string
+				val, min int64
+			}{{"--nodes", int64(o.Nodes), 2}, {"--frames", int64(o.Frames), 1}, {"--frame", o.FrameBytes, 8},
+				{"--streams", int64(o.Streams), 1}, {"--rounds", int64(o.Rounds), 1}, {"--warmup", int64(o.Warmup), 0}} {
+				if c.val < c.min {
+					return fmt.Errorf("cluster: bench-fabric: %s %d must be at least %d", c.flag, c.val, c.min)
+				}
+			}
 			return tableOrJSON(c, g, func(out io.Writer) (any, error) { return cluster.BenchFabric(c.Context(), o, out) })
 		},
 	}

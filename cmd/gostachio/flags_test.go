@@ -23,6 +23,11 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"bench", "tpch", "--data", "/nonexistent", "--devices", "-1"}, "--devices -1"},
 		{[]string{"gen", "--sf", "0", "--out", "/nonexistent/x"}, "scale factor 0"},
 		{[]string{"partition", "/nonexistent", "--partitions", "0", "--out", "/nonexistent/y"}, "--partitions 0"},
+		{[]string{"cluster", "bench-fabric", "--link", "1Gbit", "--frames", "0"}, "--frames 0 must be at least 1"},
+		{[]string{"cluster", "bench-fabric", "--link", "1Gbit", "--nodes", "1"}, "--nodes 1 must be at least 2"},
+		{[]string{"cluster", "bench-fabric", "--link", "1Gbit", "--rounds", "-1"}, "--rounds -1 must be at least 1"},
+		{[]string{"cluster", "bench-fabric", "--link", "1Gbit", "--frame", "4B"}, "--frame 4 must be at least 8"},
+		{[]string{"cluster", "bench-fabric"}, "--link needs a rate"},
 	} {
 		root := newRoot()
 		var out, errOut bytes.Buffer

@@ -94,14 +94,15 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 	if o.Link.Rate <= 0 || o.Nodes < 2 {
 		return res, fmt.Errorf("cluster: burst: need a link rate and 2 or more nodes")
 	}
-	if o.Frames <= 0 {
+	if o.Warmup < 0 || o.Frames < 0 || o.Rounds < 0 || o.Streams < 0 || o.FrameBytes < 0 {
+		return res, fmt.Errorf("cluster: burst: negative size (%d warm-up rounds, %d rounds, %d frames of %d bytes, %d in flight)",
+			o.Warmup, o.Rounds, o.Frames, o.FrameBytes, o.Streams)
+	}
+	if o.Frames == 0 {
 		o.Frames = DefaultBurstFrames
 	}
-	if o.Rounds <= 0 {
+	if o.Rounds == 0 {
 		o.Rounds = 7
-	}
-	if o.Warmup < 0 {
-		return res, fmt.Errorf("cluster: burst: %d warm-up rounds", o.Warmup)
 	}
 	if o.Streams <= 0 {
 		o.Streams = 4

@@ -161,6 +161,12 @@ func TestMeasureBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, bad := range []BurstOptions{{Exe: exe, Nodes: 1, Link: link}, {Exe: exe, Nodes: 3}, {Exe: exe, Nodes: 3, Link: link, Frames: -1},
+		{Exe: exe, Nodes: 3, Link: link, Warmup: -1}, {Exe: exe, Nodes: 3, Link: link, FrameBytes: -8}} {
+		if _, err := MeasureBurst(context.Background(), bad); err == nil {
+			t.Errorf("%+v: accepted", bad)
+		}
+	}
 	before := gstNamespaces(t)
 	b, err := MeasureBurst(context.Background(), BurstOptions{Exe: exe, Nodes: 3, Link: link, Frames: 4, FrameBytes: 128 << 10, Rounds: 2, Warmup: 1})
 	if err != nil {
