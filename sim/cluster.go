@@ -140,6 +140,9 @@ type Cluster struct {
 	// outputs, if set, gives kernels' and merges' real output sizes
 	// (trace replay); otherwise completions report the estimates.
 	outputs func(t *scheduler.Task) (bytes, rows int64, ok bool)
+	// sendDelay holds sends back by that many ns before their latency,
+	// by tag (BurstMakespan's staggered starts); nil otherwise.
+	sendDelay map[uint64]int64
 }
 
 type tableKey struct{ node, device, pipeline int32 }
@@ -573,7 +576,7 @@ func (c *Cluster) sendFlow(t *scheduler.Task, ls []LinkID) ([]LinkID, FlowSpec, 
 	if p.PCIe.GPUDirectNIC && devOK {
 		ls = append(ls, c.d2h[src][t.Device], c.h2d[dst][t.PeerDevice])
 	}
-	spec.Latency = p.NIC.Latency.Ns()
+	spec.Latency = p.NIC.Latency.Ns() + c.sendDelay[t.Tag]
 	if cost := nd.NetCPUCost; cost > 0 && src != dst {
 		// The network stack runs on the hosts' cores: the sender's and
 		// the receiver's, one host twice over on a shared machine.

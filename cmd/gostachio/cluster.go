@@ -142,7 +142,8 @@ func newBenchFabricCmd(g *globals) *cobra.Command {
 --link (root, iproute2) and times rounds of all-to-all bursts through the
 engine's data plane: each worker sends --frames frames of --frame bytes to
 every other (--streams in flight per peer, as a query's exchange) and receives
-as many, all starting together. Prints the rounds' makespans and what each port
+as many, all starting together (with --stagger, each pair at its own offset).
+Prints the rounds' makespans and what each port
 moved against the link's TCP payload rate; with --profile (a cluster profile,
 as 'cluster bench-sim' derives), the share of its NIC bandwidth at which the
 simulator takes as long for the same burst (of the bandwidth as written: a
@@ -161,7 +162,8 @@ this measurement before its runs (--fabric-efficiency 0, the default).`,
 				flag     string
 				val, min int64
 			}{{"--nodes", int64(o.Nodes), 2}, {"--frames", int64(o.Frames), 1}, {"--frame", o.FrameBytes, 8},
-				{"--streams", int64(o.Streams), 1}, {"--rounds", int64(o.Rounds), 1}, {"--warmup", int64(o.Warmup), 0}} {
+				{"--streams", int64(o.Streams), 1}, {"--rounds", int64(o.Rounds), 1}, {"--warmup", int64(o.Warmup), 0},
+				{"--stagger (ns)", int64(o.Stagger), 0}} {
 				if c.val < c.min {
 					return fmt.Errorf("cluster: bench-fabric: %s %d must be at least %d", c.flag, c.val, c.min)
 				}
@@ -178,6 +180,8 @@ this measurement before its runs (--fabric-efficiency 0, the default).`,
 	f.IntVar(&o.Rounds, "rounds", 7, "timed rounds")
 	f.IntVar(&o.Warmup, "warmup", 2, "untimed rounds first")
 	f.StringVar(&o.Profile, "profile", "", "a cluster profile to fit the fabric's efficiency against")
+	f.DurationVar(&o.Stagger, "stagger", 0, "start each pair of workers' frames at its own offset, drawn from [0, D) with --seed (0: all together)")
+	f.Uint64Var(&o.Seed, "seed", 1, "seed of the --stagger offsets")
 	return cmd
 }
 

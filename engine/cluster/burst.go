@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"net"
 	"os/exec"
 	"slices"
@@ -54,6 +55,12 @@ type BurstOptions struct {
 	Frames     int
 	FrameBytes int64
 	Streams    int
+	// Stagger, when positive, starts each ordered pair's frames at its own
+	// offset in [0, Stagger), drawn once from Seed for every round
+	// (BurstResult.Starts): the shape of an exchange whose sends start as
+	// a scan produces them. 0: all pairs start together.
+	Stagger time.Duration
+	Seed    uint64
 	// Rounds timed (default 7) after Warmup untimed ones (bench-sim and
 	// bench-fabric run 2: the peers' connections are fresh, as a worker's
 	// are not after its first queries).
@@ -80,6 +87,9 @@ type BurstResult struct {
 	// over the timed rounds' wall time: how many of its cores the bursts
 	// kept busy.
 	BusyCores float64 `json:"busy_cores"`
+	// Starts are the pairs' offsets, ns, [src][dst] (BurstOptions.Stagger;
+	// nil: none).
+	Starts [][]int64 `json:"starts_ns,omitempty"`
 	// The shape measured (defaults filled in).
 	Nodes      int   `json:"nodes"`
 	Frames     int   `json:"frames"`
@@ -94,7 +104,7 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 	if o.Link.Rate <= 0 || o.Nodes < 2 {
 		return res, fmt.Errorf("cluster: burst: need a link rate and 2 or more nodes")
 	}
-	if o.Warmup < 0 || o.Frames < 0 || o.Rounds < 0 || o.Streams < 0 || o.FrameBytes < 0 {
+	if o.Warmup < 0 || o.Frames < 0 || o.Rounds < 0 || o.Streams < 0 || o.FrameBytes < 0 || o.Stagger < 0 {
 		return res, fmt.Errorf("cluster: burst: negative size (%d warm-up rounds, %d rounds, %d frames of %d bytes, %d in flight)",
 			o.Warmup, o.Rounds, o.Frames, o.FrameBytes, o.Streams)
 	}
@@ -109,6 +119,9 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 	}
 	if o.FrameBytes <= 0 {
 		o.FrameBytes = 384 << 10
+	}
+	if o.Stagger > 0 {
+		res.Starts = burstStarts(o.Nodes, o.Stagger, o.Seed)
 	}
 	id, err := NewNetnsID()
 	if err != nil {
@@ -150,7 +163,15 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 		// are this machine's.
 		t0 := time.Now().Add(20 * time.Millisecond).UnixNano()
 		for r, p := range peers {
-			if _, err := fmt.Fprintf(p.stdin, "go %d\n", t0); err != nil {
+			line := fmt.Sprintf("go %d", t0)
+			if res.Starts != nil {
+				offs := make([]string, o.Nodes)
+				for d, ns := range res.Starts[r] {
+					offs[d] = strconv.FormatInt(ns, 10)
+				}
+				line += " " + strings.Join(offs, ",")
+			}
+			if _, err := fmt.Fprintln(p.stdin, line); err != nil {
 				return res, fmt.Errorf("cluster: burst peer %d: %w (%s)", r, err, p.errText())
 			}
 		}
@@ -202,9 +223,9 @@ type FabricFit struct {
 	// Efficiency is the share of the NIC bandwidth fitted.
 	Efficiency float64 `json:"efficiency"`
 	// SimFull is the simulated burst at the full bandwidth and LinkBound
-	// the time the burst's bytes take through one port at that bandwidth,
-	// in seconds: SimFull well above LinkBound means the simulated burst is
-	// held back by the hosts' cores (node.net_cpu_cost), not the links.
+	// the same burst with the links alone (no node.net_cpu_cost), in
+	// seconds: SimFull well above LinkBound means the simulated burst is
+	// held back by the hosts' cores, not the links.
 	SimFull   float64 `json:"sim_full_s"`
 	LinkBound float64 `json:"link_bound_s"`
 	// HostBound: SimFull exceeds LinkBound by more than hostBoundRatio,
@@ -213,8 +234,8 @@ type FabricFit struct {
 	HostBound bool `json:"host_bound,omitempty"`
 }
 
-// hostBoundRatio is how far the simulated burst may exceed its bytes'
-// time through a port and still count as held by the links. Past it, a
+// hostBoundRatio is how far the simulated burst may exceed its time with
+// the links alone and still count as held by the links. Past it, a
 // NIC bandwidth fitted to the measurement would be set by noise: the
 // simulated time does not change with the bandwidth until that falls to
 // the rate the cores allow (at 10 Gbit/s here, a 3.4x gap: two bursts
@@ -237,13 +258,20 @@ func FitFabricEfficiency(ctx context.Context, prof *sim.Profile, b BurstResult) 
 	p := *prof
 	full := p.NIC.Bandwidth
 	frame := benchBatch(b.FrameBytes).Bytes()
-	fit.LinkBound = float64(b.PortBytes) / float64(full)
-	at := func(e float64) (float64, error) {
-		p.NIC.Bandwidth = full * costmodel.Rate(e)
-		ns, err := sim.BurstMakespan(ctx, &p, b.Nodes, b.Frames, frame)
+	burst := func(p *sim.Profile) (float64, error) {
+		ns, err := sim.BurstMakespan(ctx, p, b.Nodes, b.Frames, frame, b.Starts)
 		return float64(ns) / 1e9, err
 	}
+	at := func(e float64) (float64, error) {
+		p.NIC.Bandwidth = full * costmodel.Rate(e)
+		return burst(&p)
+	}
+	links := p
+	links.Node.NetCPUCost = 0
 	var err error
+	if fit.LinkBound, err = burst(&links); err != nil {
+		return fit, err
+	}
 	if fit.SimFull, err = at(1); err != nil {
 		return fit, err
 	}
@@ -275,11 +303,28 @@ func FitFabricEfficiency(ctx context.Context, prof *sim.Profile, b BurstResult) 
 
 // describe says what the fit found, against a NIC of bandwidth full.
 func (fit FabricFit) describe(full costmodel.Rate) string {
-	s := fmt.Sprintf("%.4g s at the NIC bandwidth %s (the bytes through one port alone: %.4g s)", fit.SimFull, full, fit.LinkBound)
+	s := fmt.Sprintf("%.4g s at the NIC bandwidth %s (with the links alone: %.4g s)", fit.SimFull, full, fit.LinkBound)
 	if fit.HostBound {
 		return s + "; held by the hosts' cores, not the links: the fabric's efficiency is not measurable here, 1 kept"
 	}
 	return s + fmt.Sprintf("; as long as measured at %.3f of it", fit.Efficiency)
+}
+
+// burstStarts draws each ordered pair's start offset uniformly from [0,
+// stagger) on a PCG stream of seed (0 on the diagonal): the same
+// arguments give the same offsets.
+func burstStarts(nodes int, stagger time.Duration, seed uint64) [][]int64 {
+	rng := rand.New(rand.NewPCG(seed, 0xb0757))
+	starts := make([][]int64, nodes)
+	for src := range starts {
+		starts[src] = make([]int64, nodes)
+		for dst := range starts[src] {
+			if dst != src {
+				starts[src][dst] = rng.Int64N(int64(stagger))
+			}
+		}
+	}
+	return starts
 }
 
 // burstProc is one burst peer as the coordinator sees it.
@@ -388,6 +433,33 @@ type BurstPeerOptions struct {
 	Streams    int
 }
 
+// parseBurstGo reads a round's "go UNIX_NS [OFF,OFF,...]": the start, and
+// the offset in ns of the sends to each of world workers (all 0 when
+// not given).
+func parseBurstGo(line string, world int) (t0 int64, offs []int64, err error) {
+	f := strings.Fields(line)
+	bad := fmt.Errorf("%q: want \"go UNIX_NS [NS,NS,...]\" with %d offsets of 0 ns or more", line, world)
+	if len(f) < 2 || len(f) > 3 || f[0] != "go" {
+		return 0, nil, bad
+	}
+	if t0, err = strconv.ParseInt(f[1], 10, 64); err != nil {
+		return 0, nil, bad
+	}
+	offs = make([]int64, world)
+	if len(f) == 3 {
+		parts := strings.Split(f[2], ",")
+		if len(parts) != world {
+			return 0, nil, bad
+		}
+		for i, s := range parts {
+			if offs[i], err = strconv.ParseInt(s, 10, 64); err != nil || offs[i] < 0 {
+				return 0, nil, bad
+			}
+		}
+	}
+	return t0, offs, nil
+}
+
 // burstPeerRound is a peer's report of one round: when its last frame
 // was acknowledged and the last frame for it stored (unix ns, this
 // machine's clock).
@@ -434,12 +506,10 @@ func RunBurstPeer(ctx context.Context, o BurstPeerOptions, stdin io.Reader, stdo
 	frame := benchBatch(o.FrameBytes)
 	sc := bufio.NewScanner(stdin)
 	for round := int64(1); sc.Scan(); round++ {
-		word, arg, _ := strings.Cut(sc.Text(), " ")
-		t0, err := strconv.ParseInt(arg, 10, 64)
-		if word != "go" || err != nil {
-			return fmt.Errorf("cluster: burst-peer: %q: want \"go UNIX_NS\"", sc.Text())
+		t0, offs, err := parseBurstGo(sc.Text(), world)
+		if err != nil {
+			return fmt.Errorf("cluster: burst-peer: %w", err)
 		}
-		time.Sleep(time.Until(time.Unix(0, t0)))
 		var wg sync.WaitGroup
 		errs := make(chan error, world*o.Streams)
 		for peer := range world {
@@ -448,8 +518,10 @@ func RunBurstPeer(ctx context.Context, o BurstPeerOptions, stdin io.Reader, stdo
 			}
 			var left atomic.Int64
 			left.Store(int64(o.Frames))
+			start := time.Unix(0, t0+offs[peer])
 			for range o.Streams {
 				wg.Go(func() {
+					time.Sleep(time.Until(start))
 					for left.Add(-1) >= 0 {
 						if err := dp.send(ctx, 1, peer, 0, 0, []*cpu.Batch{frame}); err != nil {
 							errs <- err

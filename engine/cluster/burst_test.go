@@ -26,7 +26,7 @@ import (
 func burstAt(t *testing.T, p sim.Profile, e float64, b BurstResult) float64 {
 	t.Helper()
 	p.NIC.Bandwidth *= costmodel.Rate(e)
-	ns, err := sim.BurstMakespan(context.Background(), &p, b.Nodes, b.Frames, benchBatch(b.FrameBytes).Bytes())
+	ns, err := sim.BurstMakespan(context.Background(), &p, b.Nodes, b.Frames, benchBatch(b.FrameBytes).Bytes(), b.Starts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,8 +55,9 @@ func TestFitFabricEfficiency(t *testing.T) {
 		if math.Abs(fit.Efficiency-e) > 2e-3 || fit.HostBound || !(fit.SimFull < b.Median) {
 			t.Errorf("burst as long as the simulator's at %g: fit %+v", e, fit)
 		}
-		if want := float64(b.PortBytes) / float64(p.NIC.Bandwidth); math.Abs(fit.LinkBound-want) > 1e-9 {
-			t.Errorf("link bound %g s, want %g", fit.LinkBound, want)
+		// No network CPU in the tiny profile: the links alone are the burst.
+		if want := burstAt(t, *p, 1, b); math.Abs(fit.LinkBound-want) > 1e-12 || math.Abs(fit.SimFull-want) > 1e-12 {
+			t.Errorf("link bound %g s, simulated %g s, want both %g", fit.LinkBound, fit.SimFull, want)
 		}
 	}
 	b.Median = 0.5 * burstAt(t, *p, 1, b)
@@ -69,6 +70,14 @@ func TestFitFabricEfficiency(t *testing.T) {
 	if fit, err := FitFabricEfficiency(ctx, &cpuBound, b); err != nil || fit.Efficiency != 1 || !fit.HostBound {
 		t.Errorf("burst held by the cores: fit %+v (%v), want efficiency 1, host bound", fit, err)
 	}
+	// Staggered starts lengthen the burst on the links too: that is not
+	// the cores, and the fit still finds the share.
+	b.Starts = burstStarts(b.Nodes, 50*time.Millisecond, 3)
+	b.Median = burstAt(t, *p, 0.6, b)
+	if fit, err := FitFabricEfficiency(ctx, p, b); err != nil || fit.HostBound || math.Abs(fit.Efficiency-0.6) > 2e-3 {
+		t.Errorf("staggered burst as long as the simulator's at 0.6: fit %+v (%v)", fit, err)
+	}
+	b.Starts = nil
 	if _, err := FitFabricEfficiency(ctx, p, BurstResult{}); err == nil {
 		t.Error("no burst: fitted")
 	}
@@ -130,6 +139,20 @@ func TestBurstPeers(t *testing.T) {
 			}
 		}
 	}
+	// Staggered: worker 0's frames to worker 1 start 30 ms late, so it
+	// ends no sooner.
+	t0 := time.Now().Add(10 * time.Millisecond).UnixNano()
+	fmt.Fprintf(peers[0].in, "go %d 0,30000000\n", t0)
+	fmt.Fprintf(peers[1].in, "go %d 0,0\n", t0)
+	for r, p := range peers {
+		var rep burstPeerRound
+		if !p.out.Scan() || json.Unmarshal(p.out.Bytes(), &rep) != nil {
+			t.Fatalf("peer %d, staggered round: %q", r, p.out.Text())
+		}
+		if rep.End < t0+30_000_000 {
+			t.Errorf("peer %d ended %v after the start, before worker 0's frames to worker 1 started", r, time.Duration(rep.End-t0))
+		}
+	}
 	fmt.Fprintln(peers[0].in, "start now")
 	if err := <-peers[0].errc; err == nil || !strings.Contains(err.Error(), `"start now"`) {
 		t.Errorf("bad line: err %v, want one quoting it", err)
@@ -143,6 +166,42 @@ func TestBurstPeers(t *testing.T) {
 		if err := RunBurstPeer(ctx, o, strings.NewReader(""), io.Discard); err == nil {
 			t.Errorf("%+v: accepted", o)
 		}
+	}
+}
+
+// TestParseBurstGo reads the round lines a burst peer takes and refuses
+// others, naming the line.
+func TestParseBurstGo(t *testing.T) {
+	t0, offs, err := parseBurstGo("go 123 0,5,7", 3)
+	if err != nil || t0 != 123 || !slices.Equal(offs, []int64{0, 5, 7}) {
+		t.Errorf("go 123 0,5,7: %d %v %v", t0, offs, err)
+	}
+	if t0, offs, err := parseBurstGo("go 9", 2); err != nil || t0 != 9 || !slices.Equal(offs, []int64{0, 0}) {
+		t.Errorf("go 9: %d %v %v", t0, offs, err)
+	}
+	for _, bad := range []string{"", "go", "start 5", "go x", "go 1 0,1", "go 1 0,1,-2", "go 1 0,a,2", "go 1 0,1,2 extra"} {
+		if _, _, err := parseBurstGo(bad, 3); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", bad)) {
+			t.Errorf("%q: err %v", bad, err)
+		}
+	}
+}
+
+// TestBurstStarts: offsets in [0, stagger), none on the diagonal, the
+// same for the same seed and not for another.
+func TestBurstStarts(t *testing.T) {
+	a, b, c := burstStarts(4, time.Second, 7), burstStarts(4, time.Second, 7), burstStarts(4, time.Second, 8)
+	same, differ := true, false
+	for i := range a {
+		for j := range a[i] {
+			if (i == j && a[i][j] != 0) || a[i][j] < 0 || a[i][j] >= int64(time.Second) {
+				t.Errorf("starts[%d][%d] = %d", i, j, a[i][j])
+			}
+			same = same && a[i][j] == b[i][j]
+			differ = differ || a[i][j] != c[i][j]
+		}
+	}
+	if !same || !differ {
+		t.Errorf("seed 7 twice same %v, seed 8 differs %v", same, differ)
 	}
 }
 
