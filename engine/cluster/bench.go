@@ -132,9 +132,10 @@ func RunExchangePeer(ctx context.Context, o ExchangePeerOptions, stdin io.Reader
 		AckMicros: float64(acks[len(acks)/2].Nanoseconds()) / 1e3})
 }
 
-// benchBatch is a batch of four int64 columns of about n bytes.
+// benchBatch is a batch of four int64 columns of about n bytes
+// (benchBatchBytes exactly).
 func benchBatch(n int64) *cpu.Batch {
-	rows := int(max(n/32, 1))
+	rows := int(benchBatchBytes(n) / 32)
 	b := &cpu.Batch{Rows: rows}
 	for c := range 4 {
 		v := make([]int64, rows)
@@ -346,3 +347,7 @@ func runExchangePair(ctx context.Context, o ExchangeBenchOptions, addrs [2]strin
 	}
 	return res, errors.New("sender printed no result")
 }
+
+// benchBatchBytes is the size of benchBatch(n): whole rows of four int64
+// columns, at least one.
+func benchBatchBytes(n int64) int64 { return max(n/32, 1) * 32 }

@@ -212,7 +212,7 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 		peers[r] = nil
 	}
 	res.Median = stats.Median(res.Seconds)
-	res.PortBytes = int64(o.Nodes-1) * int64(o.Frames) * benchBatch(o.FrameBytes).Bytes()
+	res.PortBytes = int64(o.Nodes-1) * int64(o.Frames) * benchBatchBytes(o.FrameBytes)
 	res.Rate = float64(res.PortBytes) / res.Median
 	res.Nodes, res.Frames, res.FrameBytes, res.Streams = o.Nodes, o.Frames, o.FrameBytes, o.Streams
 	return res, nil
@@ -257,7 +257,7 @@ func FitFabricEfficiency(ctx context.Context, prof *sim.Profile, b BurstResult) 
 	}
 	p := *prof
 	full := p.NIC.Bandwidth
-	frame := benchBatch(b.FrameBytes).Bytes()
+	frame := benchBatchBytes(b.FrameBytes)
 	burst := func(p *sim.Profile) (float64, error) {
 		ns, err := sim.BurstMakespan(ctx, p, b.Nodes, b.Frames, frame, b.Starts)
 		return float64(ns) / 1e9, err
