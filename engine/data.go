@@ -65,6 +65,10 @@ type runData struct {
 	placement  []GPUPlacement // where the scan pipelines run (GPU runs)
 	gpuCopy    []*cuda.Stream
 	gpuKernels []*cuda.Stream
+	// gpuJoins holds the build sides the GPU row path probes, per build
+	// pipeline and device (gpuJoin), until closeGPU.
+	gpuJoinMu sync.Mutex
+	gpuJoins  map[[2]int]*gpu.JoinTable
 }
 
 type unitKey struct{ pipe, unit int32 }

@@ -95,7 +95,7 @@ func FormatPlacement(query string, ps []GPUPlacement) string {
 		s += ": " + strings.Join(all, ", ")
 	}
 	if len(split) > 0 {
-		s += fmt.Sprintf("; %d split, their scan and filters on the GPU: %s", len(split), strings.Join(split, "; "))
+		s += fmt.Sprintf("; %d split, their scan, filters and probes on the GPU: %s", len(split), strings.Join(split, "; "))
 	}
 	if len(host) > 0 {
 		s += "; on the host: " + strings.Join(host, "; ")
@@ -139,10 +139,16 @@ func (d *runData) syncGPU() {
 	}
 }
 
-// closeGPU destroys the run's streams (the device stays open: its owner
-// closes it).
+// closeGPU destroys the run's streams and frees the build sides on the
+// device (the device stays open: its owner closes it).
 func (d *runData) closeGPU() {
 	d.syncGPU()
+	d.gpuJoinMu.Lock()
+	for k, t := range d.gpuJoins {
+		t.Free()
+		delete(d.gpuJoins, k)
+	}
+	d.gpuJoinMu.Unlock()
 	for _, s := range append(append([]*cuda.Stream(nil), d.gpuCopy...), d.gpuKernels...) {
 		s.Destroy()
 	}
@@ -218,12 +224,59 @@ func (d *runData) gpuRowsOf(t *scheduler.Task) (*cpu.Batch, error) {
 	if g == nil {
 		return nil, fmt.Errorf("engine: %s pipeline %d unit %d: kernel before its h2d", d.plan.Name, t.Pipeline, t.Unit)
 	}
-	rows, _, err := d.gpu.Rows(d.gpuKernels[t.Device], g, t.Ops[:pd.gpuRows])
+	dev := int(t.Device)
+	joins := func(op *plan.Op) (*gpu.JoinTable, error) { return d.gpuJoin(op, dev) }
+	rows, _, err := d.gpu.Rows(d.gpuKernels[dev], g, t.Ops[:pd.gpuRows], joins)
 	g.Free()
 	if err != nil {
 		return nil, fmt.Errorf("engine: %s pipeline %d (%s) on the GPU: %w", d.plan.Name, t.Pipeline, pl.Name, err)
 	}
 	return rows, nil
+}
+
+// gpuJoin returns the build side of probe op on device dev's GPU streams:
+// the host's build (the rows its hash table indexes, built here if no
+// build kernel ran on dev, as the CPU probe does) copied to the device
+// once, on dev's kernel stream.
+func (d *runData) gpuJoin(op *plan.Op, dev int) (*gpu.JoinTable, error) {
+	key := [2]int{op.Build, dev}
+	d.gpuJoinMu.Lock()
+	defer d.gpuJoinMu.Unlock()
+	if t := d.gpuJoins[key]; t != nil {
+		return t, nil
+	}
+	bp := &d.pipes[op.Build]
+	bp.devMu[dev].Lock()
+	bp.mu.Lock()
+	ht := bp.tables[dev]
+	bp.mu.Unlock()
+	var err error
+	if ht == nil {
+		err = d.buildTable(int32(op.Build), dev)
+		bp.mu.Lock()
+		ht = bp.tables[dev]
+		bp.mu.Unlock()
+	}
+	bp.devMu[dev].Unlock()
+	if err != nil {
+		return nil, fmt.Errorf("build of pipeline %d: %w", op.Build, err)
+	}
+	var rows *cpu.Batch
+	if ht != nil {
+		rows = ht.Batch()
+	}
+	if len(bp.sink.Keys) != 1 {
+		return nil, fmt.Errorf("build of pipeline %d has %d keys: the GPU joins on one", op.Build, len(bp.sink.Keys))
+	}
+	t, err := d.gpu.BuildJoin(d.gpuKernels[dev], rows, bp.sink.Keys[0], op.Expr.(plan.Join).Carry)
+	if err != nil {
+		return nil, err
+	}
+	if d.gpuJoins == nil {
+		d.gpuJoins = map[[2]int]*gpu.JoinTable{}
+	}
+	d.gpuJoins[key] = t
+	return t, nil
 }
 
 // gpuKernel runs a GPU unit's ops on the device's kernel stream and folds

@@ -17,6 +17,7 @@ import (
 	"gostachio/kernels/cuda"
 	"gostachio/plan"
 	"gostachio/tpch/queries"
+	"gostachio/tpch/schema"
 )
 
 // TestGPUAnswers runs Q1 and Q6 on the GPU backend (serial and overlap, one
@@ -176,6 +177,7 @@ func TestPlaceGPU(t *testing.T) {
 		t.Fatal(err)
 	}
 	var whole, split []string
+	probes := 0
 	for _, q := range queries.Names() {
 		p, err := queries.Build(q, 1, tables)
 		if err != nil {
@@ -213,13 +215,20 @@ func TestPlaceGPU(t *testing.T) {
 				}
 				filter := false
 				for _, op := range pl.Ops[:pg.GPUOps] {
-					filter = filter || op.Kind == plan.OpFilter
-					if op.Kind != plan.OpScan && op.Kind != plan.OpFilter && op.Kind != plan.OpProject {
+					filter = filter || op.Kind == plan.OpFilter || op.Kind == plan.OpHashProbe
+					switch op.Kind {
+					case plan.OpScan, plan.OpFilter, plan.OpProject:
+					case plan.OpHashProbe:
+						probes++
+					default:
 						t.Errorf("%s: %s: %s on the GPU's row path", q, pl.Name, op.Kind)
 					}
 				}
 				if !filter {
-					t.Errorf("%s: %s split without a filter on the GPU", q, pl.Name)
+					t.Errorf("%s: %s split without a filter or a probe on the GPU", q, pl.Name)
+				}
+				if err := probeKeysInteger(p, pl, pg.GPUOps); err != nil {
+					t.Errorf("%s: %s: %v", q, pl.Name, err)
 				}
 			default:
 				allGPU++
@@ -246,11 +255,11 @@ func TestPlaceGPU(t *testing.T) {
 		line := FormatPlacement(q, placed)
 		switch q {
 		case "q15":
-			if !strings.Contains(line, "1 of 2 scan pipelines on the GPU: q15 scan lineitem; on the host: q15 scan supplier (operator hash-probe") {
+			if !strings.Contains(line, "1 of 2 scan pipelines on the GPU: q15 scan lineitem; 1 split, their scan, filters and probes on the GPU: q15 scan supplier (2 of 3 ops; the host from operator gather") {
 				t.Errorf("q15 placement line: %s", line)
 			}
 		case "q3":
-			if !strings.Contains(line, "0 of 3 scan pipelines on the GPU; 3 split, their scan and filters on the GPU: q3 scan customer (3 of 4 ops; the host from operator broadcast") {
+			if !strings.Contains(line, "0 of 3 scan pipelines on the GPU; 3 split, their scan, filters and probes on the GPU: q3 scan customer (3 of 4 ops; the host from operator broadcast") {
 				t.Errorf("q3 placement line: %s", line)
 			}
 		}
@@ -258,9 +267,45 @@ func TestPlaceGPU(t *testing.T) {
 	if got := strings.Join(whole, ","); got != "q1,q6,q15,q18" {
 		t.Errorf("queries with a scan pipeline all on the GPU: %s, want q1,q6,q15,q18", got)
 	}
-	if got := strings.Join(split, ","); got != "q2,q3,q4,q5,q7,q8,q9,q10,q11,q12,q13,q14,q16,q17,q19,q20,q21,q22" {
+	if got := strings.Join(split, ","); got != "q2,q3,q4,q5,q7,q8,q9,q10,q11,q12,q13,q14,q15,q16,q17,q18,q19,q20,q21,q22" {
 		t.Errorf("queries with a split scan pipeline: %s", got)
 	}
+}
+
+// probeKeysInteger checks that every probe among the first n ops of scan
+// pipeline pl (the GPU row path's) joins on a column whose type is known
+// from the scanned table's schema, through the projections before it, to
+// be an integer: the device table holds integer keys only (gpu.BuildJoin),
+// and the placement, made from the plan alone, must not send it another.
+func probeKeysInteger(p *plan.Plan, pl *plan.Pipeline, n int) error {
+	tab, err := schema.Lookup(p.Tables[pl.Source.Table].Name)
+	if err != nil {
+		return err
+	}
+	types := map[string]schema.Type{}
+	for _, c := range tab.Columns {
+		types[c.Name] = c.Type
+	}
+	for _, op := range pl.Ops[:n] {
+		switch op.Kind {
+		case plan.OpProject:
+			next := map[string]schema.Type{}
+			for _, ne := range op.Expr.(plan.Projection) {
+				if c, ok := ne.E.(plan.Col); ok {
+					if typ, known := types[string(c)]; known {
+						next[ne.Name] = typ
+					}
+				}
+			}
+			types = next
+		case plan.OpHashProbe:
+			typ, known := types[op.Keys[0]]
+			if !known || (typ != schema.Int32 && typ != schema.Int64) {
+				return fmt.Errorf("probe %q on the GPU with key %s of type %v (known %v): not an integer", op.Label, op.Keys[0], typ, known)
+			}
+		}
+	}
+	return nil
 }
 
 // TestGPURowsMatchCPU runs the row-path prefix (gpu.RowPrefix) of every
@@ -285,6 +330,20 @@ func TestGPURowsMatchCPU(t *testing.T) {
 		for _, pl := range p.Pipelines {
 			k, _ := gpu.RowPrefix(pl.Ops)
 			if pl.Source.Kind != plan.SourceScan || k == 0 || gpu.Supported(pl.Ops) == nil {
+				continue
+			}
+			// Up to the first probe: its build side is another pipeline's
+			// output (joins: TestGPURowsJoin in engine/gpu, and the hybrid
+			// runs of TestGPUAnswers).
+			filter := false
+			for i, op := range pl.Ops[:k] {
+				if op.Kind == plan.OpHashProbe {
+					k = i
+					break
+				}
+				filter = filter || op.Kind == plan.OpFilter
+			}
+			if !filter {
 				continue
 			}
 			cases++
@@ -323,7 +382,7 @@ func TestGPURowsMatchCPU(t *testing.T) {
 			if err := BoundGPUColumns(g, tm, 0, len(parts)); err != nil {
 				t.Fatal(err)
 			}
-			got, _, err := dev.Rows(s, g, pl.Ops[:k])
+			got, _, err := dev.Rows(s, g, pl.Ops[:k], nil)
 			g.Free()
 			if err != nil {
 				t.Errorf("%s: %v", pl.Name, err)

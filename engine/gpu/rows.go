@@ -26,10 +26,11 @@ const (
 )
 
 // RowPrefix returns how many leading ops of a scan pipeline the row path
-// runs: the scan, then filters and projections whose expressions it
-// evaluates, up to the first op it does not run (a probe, an exchange, an
-// aggregate...). It is 0 unless that prefix holds a filter: without one
-// the GPU would only copy the columns there and back. why says what ends
+// runs: the scan, then filters, projections and hash probes whose
+// expressions and joins it evaluates (join.go: inner, semi and anti joins
+// on one key), up to the first op it does not run (an exchange, an
+// aggregate...). It is 0 unless that prefix holds a filter or a probe:
+// without one the GPU would only copy the columns there and back. why says what ends
 // the prefix (or why it is 0).
 func RowPrefix(ops []plan.Op) (n int, why string) {
 	filter := false
@@ -50,6 +51,13 @@ func RowPrefix(ops []plan.Op) (n int, why string) {
 			if err := projectionSupported(op); err != nil {
 				return prefixIf(filter, i), err.Error()
 			}
+			continue
+		case plan.OpHashProbe:
+			// A probe drops rows as a filter does (join.go).
+			if err := joinSupported(op); err != nil {
+				return prefixIf(filter, i), err.Error()
+			}
+			filter = true
 			continue
 		}
 		return prefixIf(filter, i), fmt.Sprintf("operator %s %q: not on the GPU path yet", op.Kind, op.Label)
@@ -82,14 +90,16 @@ func projectionSupported(op *plan.Op) error {
 	return nil
 }
 
-// Rows runs ops (a RowPrefix: the scan, filters and projections) over in
-// on stream s and returns the rows that pass, with the columns the last
+// Rows runs ops (a RowPrefix: the scan, filters, projections and probes)
+// over in on stream s and returns the rows that pass, with the columns the last
 // op leaves (the scan's, or the last projection's, in their order), as a
 // host batch the caller owns. in stays the caller's (free it after Rows
 // returns: Rows synchronizes s). The selected rows keep their order.
 // Arithmetic overflow in any row, selected or not, is an error, as in
-// Partial. An op outside the row path is an error naming it.
-func (d *Device) Rows(s *cuda.Stream, in *Batch, ops []plan.Op) (*cpu.Batch, Stats, error) {
+// Partial. An op outside the row path is an error naming it. joins gives
+// each probe's build side on the device (built on s, or synchronized
+// before); it may be nil when ops hold no probe.
+func (d *Device) Rows(s *cuda.Stream, in *Batch, ops []plan.Op, joins JoinSource) (*cpu.Batch, Stats, error) {
 	st := Stats{Rows: in.Rows}
 	if in.Rows > maxRowsBatch {
 		return nil, st, fmt.Errorf("gpu: %d rows in one unit: the row path selects at most %d (a smaller --chunk)", in.Rows, maxRowsBatch)
@@ -111,6 +121,23 @@ func (d *Device) Rows(s *cuda.Stream, in *Batch, ops []plan.Op) (*cpu.Batch, Sta
 			}
 		case plan.OpProject:
 			if names, err = r.project(op); err != nil {
+				return nil, st, err
+			}
+		case plan.OpHashProbe:
+			if joins == nil {
+				return nil, st, fmt.Errorf("%s %q: no build side given", op.Kind, op.Label)
+			}
+			t, err := joins(op)
+			if err != nil {
+				return nil, st, fmt.Errorf("%s %q: %w", op.Kind, op.Label, err)
+			}
+			if t.Rows() == 0 && op.Expr.(plan.Join).Kind == plan.JoinInner {
+				// Nothing to join: no rows, as the CPU engine's probe
+				// of a device with nothing built gives.
+				st.Launches = r.launches
+				return nil, st, r.checkOverflow()
+			}
+			if names, err = r.probe(op, t, &flags, names); err != nil {
 				return nil, st, err
 			}
 		default:

@@ -41,6 +41,10 @@ type hjSlot struct {
 	row int32
 }
 
+// Batch is the build rows the table indexes (the caller must not change
+// them).
+func (h *HashTable) Batch() *Batch { return h.b }
+
 // BuildHashTable indexes b on the named key columns. Nil or empty keys
 // make a cross-join table: every probe row matches every row of b. The
 // table keeps b (no copy): b must not change while the table is in use.
