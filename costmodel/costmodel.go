@@ -252,15 +252,7 @@ func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, t
 	var t float64
 	for i := range ops {
 		op := &ops[i]
-		sel := op.Selectivity
-		if sel <= 0 || math.IsNaN(sel) {
-			sel = 1
-		}
-		nr := r * sel
-		nb := b * sel
-		if op.OutWidth > 0 {
-			nb = nr * float64(op.OutWidth)
-		}
+		nb, nr := through(op, b, r)
 		if int(op.Kind) < len(d.Ops) {
 			ws := b
 			switch op.Kind {
@@ -285,6 +277,30 @@ func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, t
 		b, r = nb, nr
 	}
 	return t
+}
+
+// Through returns the bytes and rows that leave ops when bytes and rows
+// enter them, as Work prices them: each op keeps its Selectivity of the
+// rows (none set: all) and of the bytes, or OutWidth bytes per row where
+// set.
+func Through(ops []plan.Op, bytes, rows float64) (float64, float64) {
+	for i := range ops {
+		bytes, rows = through(&ops[i], bytes, rows)
+	}
+	return bytes, rows
+}
+
+func through(op *plan.Op, b, r float64) (float64, float64) {
+	sel := op.Selectivity
+	if sel <= 0 || math.IsNaN(sel) {
+		sel = 1
+	}
+	nr := r * sel
+	nb := b * sel
+	if op.OutWidth > 0 {
+		nb = nr * float64(op.OutWidth)
+	}
+	return nb, nr
 }
 
 // TableBytes is the working set of the hash table the engine builds for

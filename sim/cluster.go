@@ -128,7 +128,8 @@ type Cluster struct {
 	// hostScans: the scan pipelines a node with GPUScansOnly runs on the
 	// host (plan.Pipeline.OnHost), splitScans those it splits (HostFrom);
 	// SetPlacement.
-	hostScans, splitScans map[int32]bool
+	hostScans  map[int32]bool
+	splitScans map[int32]int // pipeline: its HostFrom
 	// gates admit read tasks (per node and SSD) and host kernels and
 	// merges (per node), first come first served, where the profile
 	// bounds how many run at once (costmodel.Storage.DeviceQD,
@@ -207,19 +208,38 @@ func scanUnit(t *scheduler.Task) bool { return t.Table >= 0 && t.Unit >= 0 }
 // OnHost, HostFrom): on a node with GPUScansOnly, an OnHost pipeline's
 // uploads are views of host memory and its kernels run on the host, as
 // the engine's hybrid GPU runs do. A split pipeline (HostFrom) uploads its
-// units and runs their kernels on the host: the model prices the host's
-// share and the upload, not the GPU's filter nor the rows' way back (in
-// the engine the GPU filters the unit and the host runs the rest on the
-// rows that pass). Other profiles ignore it. Call it before the run.
+// units; each unit's kernel runs its first HostFrom ops on the GPU, copies
+// the rows that pass back and runs the rest on the host (splitKernel).
+// Other profiles ignore it. Call it before the run.
 func (c *Cluster) SetPlacement(p *plan.Plan) {
-	c.hostScans, c.splitScans = map[int32]bool{}, map[int32]bool{}
+	c.hostScans, c.splitScans = map[int32]bool{}, map[int32]int{}
 	for i := range p.Pipelines {
 		if p.Pipelines[i].OnHost {
 			c.hostScans[int32(i)] = true
 		} else if p.Pipelines[i].HostFrom > 0 {
-			c.splitScans[int32(i)] = true
+			c.splitScans[int32(i)] = p.Pipelines[i].HostFrom
 		}
 	}
+}
+
+// splitKernel prices the kernel of a split pipeline's scan unit t (its
+// first k ops on the GPU) as the engine's row path runs it: the host's
+// work is the rest of the ops over the rows the GPU's share leaves
+// (costmodel.Through), and that share and the copy of those rows back
+// (d2h bandwidth) come before it, added to the flow's latency. The GPU and
+// its D2H link are not held: one device's row path runs a unit at a time
+// on a GPU that the scan units' uploads, not its kernels, keep busy.
+func (c *Cluster) splitKernel(p *Profile, t *scheduler.Task, k int) (host float64, before int64) {
+	gpuPart, hostPart := *t, *t
+	gpuPart.Ops, hostPart.Ops = t.Ops[:k], t.Ops[k:]
+	b, r := costmodel.Through(gpuPart.Ops, float64(t.Bytes), float64(t.Rows))
+	hostPart.Bytes, hostPart.Rows = int64(b), int64(r)
+	ns := c.kernelWork(&p.GPU, &gpuPart)
+	if rate := p.PCIe.D2H.PerNs(); rate > 0 {
+		ns += b / rate
+	}
+	before = p.GPU.Launch.Ns() + p.PCIe.Latency.Ns() + int64(math.Ceil(ns))
+	return c.kernelWork(&p.Host, &hostPart), before
 }
 
 // gpuScanUnit: a scan unit that a GPUScansOnly node uploads to its GPU.
@@ -227,7 +247,8 @@ func (c *Cluster) gpuScanUnit(t *scheduler.Task) bool { return scanUnit(t) && !c
 
 // gpuKernel: a kernel that a GPUScansOnly node runs on its GPU.
 func (c *Cluster) gpuKernel(t *scheduler.Task) bool {
-	return c.gpuScanUnit(t) && !c.splitScans[t.Pipeline]
+	_, split := c.splitScans[t.Pipeline]
+	return c.gpuScanUnit(t) && !split
 }
 
 // rec is the payload of one flow: the task it executes and, for a send
@@ -481,6 +502,11 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 			spec.Size = c.kernelWork(&p.Host, t)
 			spec.Latency = p.Host.Launch.Ns()
 			spec.Limit = nd.KernelThreads
+			if k, split := c.splitScans[t.Pipeline]; split && nd.GPUScansOnly && c.gpuScanUnit(t) && k < len(t.Ops) {
+				var before int64
+				spec.Size, before = c.splitKernel(p, t, k)
+				spec.Latency += before
+			}
 		} else {
 			ls = append(ls, c.gpu[node][t.Device])
 			spec.Size = c.kernelWork(&p.GPU, t)

@@ -515,7 +515,7 @@ func TestClusterNetCPUCost(t *testing.T) {
 // pipeline marked plan.Pipeline.OnHost uploads nothing and runs its
 // kernels on the host, as the engine's hybrid GPU runs do; unmarked, the
 // same pipeline's units go over PCIe to the GPU; split (HostFrom), they
-// are uploaded and their kernels priced on the host.
+// are uploaded and the host runs the ops after the GPU's share.
 func TestPlacementOnHost(t *testing.T) {
 	prof, err := LoadProfile("h200-gpu-calibrated")
 	if err != nil {
@@ -560,11 +560,15 @@ func TestPlacementOnHost(t *testing.T) {
 		t.Errorf("on the host: h2d %.0f B, gpu %.0f ns, host %.0f ns (GPU placement: host %.0f ns): want no upload, no GPU work, more host work",
 			h2dHost, gpuHost, hostHost, host)
 	}
-	// Split (the first 2 ops on the GPU): uploaded, its kernels priced on
-	// the host.
+	// Split (scan and filter on the GPU): uploaded; the host runs the
+	// rest over the rows the filter leaves (Q6 keeps about 2% of them), so
+	// it does more than with the pipeline on the GPU (only the merges) and
+	// far less than with all of it on the host; the GPU's share is the
+	// kernel's latency, not work on the GPU resource.
 	h2dSplit, gpuSplit, hostSplit := work(false, 2)
-	if h2dSplit != h2d || gpuSplit != 0 || hostSplit != hostHost {
-		t.Errorf("split: h2d %.0f B, gpu %.0f ns, host %.0f ns: want the upload (%.0f B), no GPU work, the host's %.0f ns",
-			h2dSplit, gpuSplit, hostSplit, h2d, hostHost)
+	if h2dSplit != h2d || gpuSplit != 0 || hostSplit <= host || hostSplit > hostHost/5 {
+		t.Errorf("split: h2d %.0f B, gpu %.0f ns, host %.0f ns: want the upload (%.0f B), no GPU work, host work above the GPU placement's %.0f ns and below a fifth of the host placement's %.0f ns",
+			h2dSplit, gpuSplit, hostSplit, h2d, host, hostHost)
 	}
+	t.Logf("host work: GPU placement %.0f ns, split %.0f ns, host placement %.0f ns", host, hostSplit, hostHost)
 }

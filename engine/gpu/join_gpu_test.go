@@ -85,7 +85,7 @@ func TestGPURowsJoin(t *testing.T) {
 		plan.As("k", col("k")), plan.As("name", col("name")), plan.As("v", plan.Add(col("price"), col("bal")))}}
 	builds := map[string]*cpu.Batch{
 		"unique": buildBatch(20_000, false, 1), "repeated": buildBatch(9_000, true, 2),
-		"empty": {Names: []string{"bk", "name", "nat", "bal"}, Cols: buildBatch(1, false, 3).Cols, Rows: 0}, "absent": nil,
+		"empty": slice(buildBatch(1, false, 3), 0, 0), "absent": nil,
 	}
 	cases := []struct {
 		name string
