@@ -18,6 +18,7 @@
 #                  pipelines the GPU path cannot run on the host) and on the
 #                  CPU engine, alternated, and validate --gpu 0 --gpu-hybrid
 #                  with PROFILE (default sim/profiles/h100-gpu-calibrated.yaml)
+#                  of HQUERIES, HVROUNDS rounds, once per seed in HVSEEDS
 #   (profile/ and validate*/ come back packed in results.tgz, sf10/ in sf10.tgz,
 #   hybrid/ in hybrid.tgz)
 # STEPS=hybrid runs only the machine check, SF1, the answers test and hybrid/.
@@ -161,11 +162,18 @@ if want hybrid || want main; then
 			>/dev/null 2>>"$LOG"
 		echo "   $b traced, 1 device: exit $?" | tee -a "$LOG"
 	done
-	timeout 200 "$CARRY/gostachio" validate --gpu 0 --gpu-hybrid --profile "${PROFILE:-sim/profiles/h100-gpu-calibrated.yaml}" --data "$DATA" \
-		--queries "${HQUERIES:-q1,q3,q4,q6,q14,q15,q18}" --policies serial,overlap --sets "chunk=16MiB" --rounds "${HVROUNDS:-5}" --warmup 1 \
-		--out "$H/validate" >"$H/validate/report.txt" 2>>"$LOG"
-	echo "   validate exit $?" | tee -a "$LOG"
-	cat "$H/validate/report.txt" >>"$LOG"
+	# HVSEEDS: one validation per seed (the order of the engine's runs);
+	# the first writes validate/, the others validate-s<seed>/.
+	for seed in ${HVSEEDS:-1}; do
+		V=$H/validate
+		[ "$seed" = "${HVSEEDS%% *}" ] || [ -z "${HVSEEDS:-}" ] || V=$H/validate-s$seed
+		mkdir -p "$V"
+		timeout 200 "$CARRY/gostachio" validate --gpu 0 --gpu-hybrid --profile "${PROFILE:-sim/profiles/h100-gpu-calibrated.yaml}" --data "$DATA" \
+			--queries "${HQUERIES:-q1,q3,q4,q6,q14,q15,q18}" --policies serial,overlap --sets "chunk=16MiB" --rounds "${HVROUNDS:-5}" --warmup 1 \
+			--seed "$seed" --out "$V" >"$V/report.txt" 2>>"$LOG"
+		echo "   validate (seed $seed) exit $?" | tee -a "$LOG"
+		cat "$V/report.txt" >>"$LOG"
+	done
 	tar czf "$OUT/hybrid.tgz" -C "$OUT" hybrid && rm -rf "$H"
 fi
 step "done"
