@@ -35,7 +35,8 @@ var ErrGPUPath = errors.New("not on the GPU path")
 
 // PlaceGPU decides, before any task, where each scan pipeline of p runs
 // in a GPU run: all on the GPU where the GPU path runs its operators
-// (gpu.Supported). Without hybrid any other pipeline is an error wrapping
+// (gpu.Supported) and, in a hybrid run, its partial aggregate reduces its
+// rows enough (stateTooLarge). Without hybrid any other pipeline is an error wrapping
 // ErrGPUPath that names it and the operator, and p is unchanged: a plain
 // GPU run is all-GPU, so its times mean the GPU's. With hybrid such a
 // pipeline runs its row-path prefix on the GPU (gpu.RowPrefix: the scan
@@ -51,7 +52,11 @@ func PlaceGPU(p *plan.Plan, hybrid bool) ([]GPUPlacement, error) {
 			continue
 		}
 		pg := GPUPlacement{Pipeline: i, Name: pl.Name, OnGPU: true, GPUOps: len(pl.Ops), Ops: len(pl.Ops)}
-		if err := gpu.Supported(pl.Ops); err != nil {
+		err := gpu.Supported(pl.Ops)
+		if err == nil && hybrid {
+			err = stateTooLarge(p, pl)
+		}
+		if err != nil {
 			if !hybrid {
 				return nil, fmt.Errorf("engine: %s on the GPU: pipeline %d (%s): %w (--gpu-hybrid runs what the GPU path lacks on the host): %w",
 					p.Name, i, pl.Name, err, ErrGPUPath)
@@ -75,6 +80,41 @@ func PlaceGPU(p *plan.Plan, hybrid bool) ([]GPUPlacement, error) {
 		}
 	}
 	return out, nil
+}
+
+// minStateReduction is how many input rows per group a partial aggregate
+// must have to run on the GPU in a hybrid run: the GPU path hands each
+// unit's state back for the host to merge (cpu.Aggregator.Merge), and a
+// merged group costs the host about what folding two rows does
+// (BenchmarkMergeStates). TPC-H Q18's lineitem aggregate (1.5 M groups of
+// 6 M rows: 4 rows a group) ran 1.3x slower as a hybrid GPU run than on the
+// CPU engine (16 devices' streams, H100, 2026-11-26); Q1 (4 groups), Q6
+// (1) and Q15 (10,000 groups of 230,000 filtered rows) keep it.
+const minStateReduction = 8
+
+// stateTooLarge is an error naming the partial aggregate of scan pipeline
+// pl when its estimated groups (plan.Op.Groups) exceed the rows reaching
+// it (the table's rows through the ops' selectivities) divided by
+// minStateReduction.
+func stateTooLarge(p *plan.Plan, pl *plan.Pipeline) error {
+	var rows float64
+	for _, c := range p.Tables[pl.Source.Table].Chunks {
+		rows += float64(c.Rows)
+	}
+	for i := range pl.Ops {
+		op := &pl.Ops[i]
+		if op.Kind == plan.OpAggPartial {
+			if len(op.Keys) > 0 && float64(op.Groups)*minStateReduction > rows {
+				return fmt.Errorf("operator %s %q: about %d groups of %.0f rows: its state would come back nearly as large as its input (a hybrid run aggregates on the GPU at %d rows a group or more)",
+					op.Kind, op.Label, op.Groups, rows, minStateReduction)
+			}
+			return nil
+		}
+		if s := op.Selectivity; s > 0 && !math.IsNaN(s) {
+			rows *= s
+		}
+	}
+	return nil
 }
 
 // FormatPlacement is one line saying which scan pipelines run where.
