@@ -229,17 +229,70 @@ func (c *Cluster) SetPlacement(p *plan.Plan) {
 // (d2h bandwidth) come before it, added to the flow's latency. The GPU and
 // its D2H link are not held: one device's row path runs a unit at a time
 // on a GPU that the scan units' uploads, not its kernels, keep busy.
-func (c *Cluster) splitKernel(p *Profile, t *scheduler.Task, k int) (host float64, before int64) {
-	gpuPart, hostPart := *t, *t
-	gpuPart.Ops, hostPart.Ops = t.Ops[:k], t.Ops[k:]
-	b, r := costmodel.Through(gpuPart.Ops, float64(t.Bytes), float64(t.Rows))
-	hostPart.Bytes, hostPart.Rows = int64(b), int64(r)
+func (c *Cluster) splitKernel(p *Profile, t *scheduler.Task, k int) (host scheduler.Task, before int64) {
+	gpuPart := *t
+	gpuPart.Ops = t.Ops[:k]
+	host = ops(t, t.Ops[k:], gpuPart.Ops)
 	ns := c.kernelWork(&p.GPU, &gpuPart)
 	if rate := p.PCIe.D2H.PerNs(); rate > 0 {
-		ns += b / rate
+		ns += float64(host.Bytes) / rate
 	}
 	before = p.GPU.Launch.Ns() + p.PCIe.Latency.Ns() + int64(math.Ceil(ns))
-	return c.kernelWork(&p.Host, &hostPart), before
+	return host, before
+}
+
+// ops is task t running ops over what leaves the ops before them
+// (costmodel.Through from t's bytes and rows).
+func ops(t *scheduler.Task, ops, before []plan.Op) scheduler.Task {
+	out := *t
+	b, r := costmodel.Through(before, float64(t.Bytes), float64(t.Rows))
+	out.Ops, out.Bytes, out.Rows = ops, int64(b), int64(r)
+	return out
+}
+
+// hostKernel prices host kernel t (a scan or inputs unit's share of the
+// host, t.Ops) as the engine runs it: the ops up to its partial aggregate,
+// then the fold of the rows that reach the aggregate into the device's
+// state, which the engine does under the device's lock (engine's
+// runData.fold), so one fold at a time per device and pipeline
+// (foldGate). fold is 0 where t folds nothing (no partial aggregate, or not
+// a unit: a flush's merge is a merge task).
+func (c *Cluster) hostKernel(p *Profile, t *scheduler.Task) (pre, fold float64) {
+	a := slices.IndexFunc(t.Ops, func(op plan.Op) bool { return op.Kind == plan.OpAggPartial })
+	if a < 0 || t.Unit < 0 {
+		return c.kernelWork(&p.Host, t), 0
+	}
+	pre = 0
+	if a > 0 {
+		head := *t
+		head.Ops = t.Ops[:a]
+		pre = c.kernelWork(&p.Host, &head)
+	}
+	tail := ops(t, t.Ops[a:], t.Ops[:a])
+	return pre, c.kernelWork(&p.Host, &tail)
+}
+
+// foldGate is the lock of task t's device's partial aggregate state of its
+// pipeline: one fold at a time.
+func (c *Cluster) foldGate(t *scheduler.Task) *gate {
+	k := gateKey{LinkHost, t.Node, t.Device, t.Pipeline + 1}
+	g := c.gates[k]
+	if g == nil {
+		if c.gates == nil {
+			c.gates = map[gateKey]*gate{}
+		}
+		g = &gate{capacity: 1}
+		c.gates[k] = g
+	}
+	return g
+}
+
+// foldPhase is a host kernel's second flow: its fold, through the device's
+// fold gate, on the node's host.
+type foldPhase struct {
+	size  float64
+	limit float64
+	gate  *gate
 }
 
 // gpuScanUnit: a scan unit that a GPUScansOnly node uploads to its GPU.
@@ -260,6 +313,14 @@ type rec struct {
 	// gate the flow passed (nil: none) and its weight there.
 	gate   *gate
 	weight int
+	// fold: the flow is a host kernel's first phase, and fold its second
+	// (hostKernel), started when this one ends; the first phase's gate
+	// stays held (the engine's kernel keeps its CPU slot while it waits
+	// for the lock and folds). folding: the flow is that second phase,
+	// passed foldGate, of a task that started at first.
+	fold    *foldPhase
+	folding *gate
+	first   int64
 }
 
 // gateKey names a gate: the kind of the resource it guards, its node
@@ -267,6 +328,8 @@ type rec struct {
 type gateKey struct {
 	kind      LinkKind
 	node, idx int32
+	// pipe is a fold gate's pipeline + 1 (foldGate); 0 for the others.
+	pipe int32
 }
 
 // gate is a first-come-first-served admission to a resource: flows of
@@ -318,12 +381,12 @@ func (c *Cluster) gateOf(t *scheduler.Task, spec *FlowSpec) (*gate, int) {
 	var capacity, w int
 	switch {
 	case t.Kind == scheduler.TaskRead && c.prof.NVMe.DeviceQD > 0:
-		k, capacity, w = gateKey{LinkNVMe, t.Node, t.Res.Index}, c.prof.NVMe.DeviceQD, max(spec.QD, 1)
+		k, capacity, w = gateKey{LinkNVMe, t.Node, t.Res.Index, 0}, c.prof.NVMe.DeviceQD, max(spec.QD, 1)
 	case (t.Kind == scheduler.TaskKernel || t.Kind == scheduler.TaskMerge) && nd.KernelsOnHost && nd.CPUSlots > 0:
-		k, capacity, w = gateKey{LinkHost, t.Node, 0}, nd.CPUSlots, 1
+		k, capacity, w = gateKey{LinkHost, t.Node, 0, 0}, nd.CPUSlots, 1
 	case t.Kind == scheduler.TaskSend && nd.OrderedSends && t.Node != t.Peer.Node && len(spec.Links) > 0:
 		// The pair's stream: keyed by the sending node and the receiving one.
-		k, capacity, w = gateKey{LinkNICOut, t.Node, t.Peer.Node}, 1, 1
+		k, capacity, w = gateKey{LinkNICOut, t.Node, t.Peer.Node, 0}, 1, 1
 	default:
 		return nil, 0
 	}
@@ -468,6 +531,7 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 	p := c.prof
 	nd := &p.Node
 	spec := FlowSpec{}
+	var fold *foldPhase
 	ls := c.links[:0]
 	node := t.Node
 	switch t.Kind {
@@ -499,13 +563,18 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 		}
 		if nd.KernelsOnHost || (nd.GPUScansOnly && !c.gpuKernel(t)) {
 			ls = append(ls, c.host[node])
-			spec.Size = c.kernelWork(&p.Host, t)
 			spec.Latency = p.Host.Launch.Ns()
 			spec.Limit = nd.KernelThreads
+			host := *t
 			if k, split := c.splitScans[t.Pipeline]; split && nd.GPUScansOnly && c.gpuScanUnit(t) && k < len(t.Ops) {
 				var before int64
-				spec.Size, before = c.splitKernel(p, t, k)
+				host, before = c.splitKernel(p, t, k)
 				spec.Latency += before
+			}
+			var foldWork float64
+			spec.Size, foldWork = c.hostKernel(p, &host)
+			if foldWork > 0 {
+				fold = &foldPhase{size: foldWork, limit: spec.Limit, gate: c.foldGate(t)}
 			}
 		} else {
 			ls = append(ls, c.gpu[node][t.Device])
@@ -549,6 +618,7 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 	c.links = ls
 	spec.Links = ls
 	r := c.newRec(t)
+	c.recs[r].fold = fold
 	spec.Tag = r
 	if t.Kind == scheduler.TaskSend {
 		if h, ok := c.recvWait[t.Tag]; ok {
@@ -567,6 +637,22 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 	}
 	c.net.Start(spec)
 	return nil
+}
+
+// startFold starts the fold of host kernel r (its first phase, started at
+// first, just ended) through its device's fold gate; r's own gate passes
+// to the fold.
+func (c *Cluster) startFold(r rec, first int64) {
+	f := r.fold
+	n := c.newRec(r.task)
+	c.recs[n].gate, c.recs[n].weight = r.gate, r.weight
+	c.recs[n].folding, c.recs[n].first = f.gate, first
+	spec := FlowSpec{Links: []LinkID{c.host[r.task.Node]}, Size: f.size, Limit: f.limit, Tag: n}
+	if !f.gate.admit(1) {
+		f.gate.waiting = append(f.gate.waiting, waitingFlow{spec, 1})
+		return
+	}
+	c.net.Start(spec)
 }
 
 // sendFlow builds the links and spec of a send (table on Cluster).
@@ -639,18 +725,30 @@ func (c *Cluster) Next(ctx context.Context) (scheduler.Completion, error) {
 			return scheduler.Completion{}, err
 		}
 	}
-	tag, start, end, ok := c.net.Step()
-	if !ok {
-		if len(c.recvWait) > 0 {
-			return scheduler.Completion{}, fmt.Errorf("%w (%d receives)", ErrUnmatched, len(c.recvWait))
+	var r rec
+	var start, end int64
+	for {
+		tag, s, e, ok := c.net.Step()
+		if !ok {
+			if len(c.recvWait) > 0 {
+				return scheduler.Completion{}, fmt.Errorf("%w (%d receives)", ErrUnmatched, len(c.recvWait))
+			}
+			return scheduler.Completion{}, scheduler.ErrIdle
 		}
-		return scheduler.Completion{}, scheduler.ErrIdle
+		r, start, end = c.recs[tag], s, e
+		c.recs[tag] = rec{}
+		c.freeRecs = append(c.freeRecs, tag)
+		if r.fold == nil {
+			break
+		}
+		c.startFold(r, start)
 	}
-	r := c.recs[tag]
-	c.recs[tag] = rec{}
-	c.freeRecs = append(c.freeRecs, tag)
 	if r.gate != nil {
 		r.gate.release(r.weight, c.net)
+	}
+	if r.folding != nil {
+		r.folding.release(1, c.net)
+		start = r.first
 	}
 	t := r.task
 	comp := scheduler.Completion{Task: t, Start: scheduler.Time(start), End: scheduler.Time(end)}

@@ -572,3 +572,61 @@ func TestPlacementOnHost(t *testing.T) {
 	}
 	t.Logf("host work: GPU placement %.0f ns, split %.0f ns, host placement %.0f ns", host, hostSplit, hostHost)
 }
+
+// TestClusterFoldsOneAtATime: host kernels of one device and pipeline fold
+// their rows into the device's partial aggregate state one at a time (the
+// engine holds the state's lock to fold), while the ops before the
+// aggregate run side by side; other devices and pipelines fold at once,
+// and a kernel keeps its CPU slot while it waits. Tiny profile, kernels on
+// the host, one core each: launch 2 us; the filter prices 1e6 rows at 1 G
+// rows/s (1 ms), the partial aggregate the half it keeps (0.5 ms).
+func TestClusterFoldsOneAtATime(t *testing.T) {
+	p, err := LoadProfile("testdata/profiles/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Node.KernelsOnHost, p.Node.KernelThreads = true, 1
+	p.Host.Ops[plan.OpFilter] = costmodel.OpCost{RowRate: 1e9}
+	p.Host.Ops[plan.OpAggPartial] = costmodel.OpCost{RowRate: 1e9}
+	ops := []plan.Op{{Kind: plan.OpScan, Selectivity: 1}, {Kind: plan.OpFilter, Selectivity: 0.5}, {Kind: plan.OpAggPartial, Keys: []string{"k"}, Selectivity: 0.01}}
+	unit := func(dev, pipe, u int32) scheduler.Task {
+		return scheduler.Task{Kind: scheduler.TaskKernel, Res: scheduler.Resource{Kind: scheduler.ResGPU}, Device: dev, Pipeline: pipe,
+			Table: 0, Unit: u, Rows: 1e6, Ops: ops, OpKind: plan.OpAggPartial}
+	}
+	const first, fold = 2_000 + 1_000_000, 500_000
+	for _, tc := range []struct {
+		name  string
+		slots int
+		a, b  scheduler.Task
+		want  [2][2]int64 // [start, end] of a and b
+	}{
+		{"same device and pipeline", 0, unit(0, 1, 0), unit(0, 1, 1), [2][2]int64{{0, first + fold}, {0, first + 2*fold}}},
+		{"other devices", 0, unit(0, 1, 0), unit(1, 1, 1), [2][2]int64{{0, first + fold}, {0, first + fold}}},
+		{"other pipelines", 0, unit(0, 1, 0), unit(0, 2, 1), [2][2]int64{{0, first + fold}, {0, first + fold}}},
+		{"one CPU slot", 1, unit(0, 1, 0), unit(1, 1, 1), [2][2]int64{{0, first + fold}, {first + fold, 2 * (first + fold)}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p.Node.CPUSlots = tc.slots
+			if err := p.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			c, err := NewCluster(p, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a, b := tc.a, tc.b
+			for _, task := range []*scheduler.Task{&a, &b} {
+				if err := c.Start(task); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got := map[*scheduler.Task][2]int64{}
+			for _, comp := range drain(t, c) {
+				got[comp.Task] = [2]int64{int64(comp.Start), int64(comp.End)}
+			}
+			if got[&a] != tc.want[0] || got[&b] != tc.want[1] {
+				t.Fatalf("a ran %v, b %v; want %v and %v", got[&a], got[&b], tc.want[0], tc.want[1])
+			}
+		})
+	}
+}
