@@ -66,9 +66,9 @@ type runData struct {
 	gpuCopy    []*cuda.Stream
 	gpuKernels []*cuda.Stream
 	// gpuJoins holds the build sides the GPU row path probes, per build
-	// pipeline and device (gpuJoin), until closeGPU.
+	// pipeline, device and carried columns (gpuJoin), until closeGPU.
 	gpuJoinMu sync.Mutex
-	gpuJoins  map[[2]int]*gpu.JoinTable
+	gpuJoins  map[gpuJoinKey]*gpu.JoinTable
 }
 
 type unitKey struct{ pipe, unit int32 }

@@ -274,12 +274,20 @@ func (d *runData) gpuRowsOf(t *scheduler.Task) (*cpu.Batch, error) {
 	return rows, nil
 }
 
+// gpuJoinKey names a build side on the device: the build pipeline, the
+// device and the columns the probe carries.
+type gpuJoinKey struct {
+	build, dev int
+	carry      string
+}
+
 // gpuJoin returns the build side of probe op on device dev's GPU streams:
 // the host's build (the rows its hash table indexes, built here if no
 // build kernel ran on dev, as the CPU probe does) copied to the device
 // once, on dev's kernel stream.
 func (d *runData) gpuJoin(op *plan.Op, dev int) (*gpu.JoinTable, error) {
-	key := [2]int{op.Build, dev}
+	// Two probes of one build may carry different columns: a table each.
+	key := gpuJoinKey{op.Build, dev, strings.Join(op.Expr.(plan.Join).Carry, "\x00")}
 	d.gpuJoinMu.Lock()
 	defer d.gpuJoinMu.Unlock()
 	if t := d.gpuJoins[key]; t != nil {
@@ -313,7 +321,7 @@ func (d *runData) gpuJoin(op *plan.Op, dev int) (*gpu.JoinTable, error) {
 		return nil, err
 	}
 	if d.gpuJoins == nil {
-		d.gpuJoins = map[[2]int]*gpu.JoinTable{}
+		d.gpuJoins = map[gpuJoinKey]*gpu.JoinTable{}
 	}
 	d.gpuJoins[key] = t
 	return t, nil
