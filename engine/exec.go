@@ -425,25 +425,34 @@ func (d *runData) buildTable(p int32, dev int) error {
 	return err
 }
 
+// builtTable is build pipeline build's hash table on dev: built by its
+// hash-build kernels, or here if none ran on dev with rows; nil where
+// nothing was built on dev.
+func (d *runData) builtTable(build, dev int) (*cpu.HashTable, error) {
+	bp := &d.pipes[build]
+	bp.devMu[dev].Lock()
+	defer bp.devMu[dev].Unlock()
+	bp.mu.Lock()
+	ht := bp.tables[dev]
+	bp.mu.Unlock()
+	if ht != nil {
+		return ht, nil
+	}
+	if err := d.buildTable(int32(build), dev); err != nil {
+		return nil, fmt.Errorf("build of pipeline %d: %w", build, err)
+	}
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	return bp.tables[dev], nil
+}
+
 // probe joins b against build pipeline op.Build's table on dev (built by
 // its hash-build kernels, or here if none ran on dev with rows).
 func (d *runData) probe(op *plan.Op, dev int, b *cpu.Batch) (*cpu.Batch, error) {
 	j := op.Expr.(plan.Join)
-	bp := &d.pipes[op.Build]
-	bp.devMu[dev].Lock()
-	bp.mu.Lock()
-	ht := bp.tables[dev]
-	bp.mu.Unlock()
-	var err error
-	if ht == nil {
-		err = d.buildTable(int32(op.Build), dev)
-		bp.mu.Lock()
-		ht = bp.tables[dev]
-		bp.mu.Unlock()
-	}
-	bp.devMu[dev].Unlock()
+	ht, err := d.builtTable(op.Build, dev)
 	if err != nil {
-		return nil, fmt.Errorf("build of pipeline %d: %w", op.Build, err)
+		return nil, err
 	}
 	if ht == nil {
 		// Nothing was built on this device.

@@ -294,20 +294,9 @@ func (d *runData) gpuJoin(op *plan.Op, dev int) (*gpu.JoinTable, error) {
 		return t, nil
 	}
 	bp := &d.pipes[op.Build]
-	bp.devMu[dev].Lock()
-	bp.mu.Lock()
-	ht := bp.tables[dev]
-	bp.mu.Unlock()
-	var err error
-	if ht == nil {
-		err = d.buildTable(int32(op.Build), dev)
-		bp.mu.Lock()
-		ht = bp.tables[dev]
-		bp.mu.Unlock()
-	}
-	bp.devMu[dev].Unlock()
+	ht, err := d.builtTable(op.Build, dev)
 	if err != nil {
-		return nil, fmt.Errorf("build of pipeline %d: %w", op.Build, err)
+		return nil, err
 	}
 	var rows *cpu.Batch
 	if ht != nil {
