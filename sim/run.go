@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 
 	"gostachio/plan"
 	"gostachio/scheduler"
@@ -21,6 +22,9 @@ const DefaultChunkRows = 1 << 20
 type SimOptions struct {
 	// Profile is a shipped profile name (ProfileNames) or a .yaml path.
 	Profile string
+	// Log takes the profile's provenance warning (WarnProvenance); nil is
+	// os.Stderr, io.Discard silences it (a caller that warned once).
+	Log io.Writer
 	// Nodes is the cluster size (default 1).
 	Nodes int
 	// SF is the TPC-H scale factor; without Tables, tables are sized from
@@ -141,7 +145,11 @@ func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 	if opts.Jitter < 0 || opts.Jitter >= 1 {
 		return nil, fmt.Errorf("sim: jitter %v must be in [0, 1)", opts.Jitter)
 	}
-	prof, err := LoadProfile(opts.Profile)
+	log := opts.Log
+	if log == nil {
+		log = os.Stderr
+	}
+	prof, err := LoadProfileLog(opts.Profile, log)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -17,6 +18,9 @@ func newDemoCmd(g *globals) *cobra.Command {
 		Short: "The main job on an embedded default: small dataset, simulated serial vs overlap, a table and a trace",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if o.Rounds < 1 {
+				return fmt.Errorf("demo: --rounds %d must be at least 1", o.Rounds)
+			}
 			o.JSON = g.json
 			o.Now = time.Now
 			return demo.Demo(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
@@ -29,5 +33,6 @@ func newDemoCmd(g *globals) *cobra.Command {
 	f.IntVar(&o.ChunkRows, "chunk-rows", 8192, "rows per chunk of the generated dataset")
 	f.Float64Var(&o.ClusterSF, "cluster-sf", 1000, "scale factor simulated on the DGX A100 profile")
 	f.StringSliceVar(&o.Queries, "queries", nil, "queries (default: every query with a plan)")
+	f.IntVar(&o.Rounds, "rounds", 5, "timed engine runs per case after a warm-up (the table shows their median)")
 	return cmd
 }

@@ -16,6 +16,7 @@ func TestFlagsRejected(t *testing.T) {
 		want string
 	}{
 		{[]string{"sim", "--nodes", "0", "--query", "q1"}, "--nodes 0 must be at least 1"},
+		{[]string{"demo", "--rounds", "0"}, "--rounds 0 must be at least 1"},
 		{[]string{"sim", "--nodes", "-2", "--query", "q1"}, "--nodes -2 must be at least 1"},
 		{[]string{"query", "--data", "/nonexistent", "--devices", "-3"}, "--devices -3"},
 		{[]string{"query", "--data", "/nonexistent", "--gpu-hybrid"}, "--gpu-hybrid needs --gpu"},

@@ -7,6 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"gostachio/internal/stats"
 )
 
 // TestDemo runs the demo on a tiny dataset and checks its report: every
@@ -16,7 +18,7 @@ func TestDemo(t *testing.T) {
 	root := t.TempDir()
 	var out jsonBuffer
 	err := Demo(context.Background(), DemoOptions{Data: filepath.Join(root, "data"), Out: filepath.Join(root, "out"),
-		SF: 0.002, ChunkRows: 1024, ClusterSF: 10, JSON: true}, &out, io.Discard)
+		SF: 0.002, ChunkRows: 1024, ClusterSF: 10, Rounds: 3, JSON: true}, &out, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +37,11 @@ func TestDemo(t *testing.T) {
 		if s.Profile == "devbox-calibrated" {
 			// The dataset's own size: measured on the engine too; the
 			// speedup is the engine's (measured, so no bound on it).
+			for _, r := range []DemoRow{s, o} {
+				if len(r.EngineRoundsMs) != 3 || r.EngineMs != stats.Median(r.EngineRoundsMs) {
+					t.Errorf("%s %s on devbox: engine %.3f ms from rounds %v: want the median of 3", r.Query, r.Policy, r.EngineMs, r.EngineRoundsMs)
+				}
+			}
 			if s.EngineMs <= 0 || o.EngineMs <= 0 || s.Speedup != 1 || o.Speedup != s.EngineMs/o.EngineMs {
 				t.Errorf("%s on devbox: engine serial %.3f ms, overlap %.3f ms, speedups %.3f/%.3f", s.Query, s.EngineMs, o.EngineMs, s.Speedup, o.Speedup)
 			}
