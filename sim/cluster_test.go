@@ -245,7 +245,7 @@ func TestOverlapBeatsSerial(t *testing.T) {
 
 func TestProfiles(t *testing.T) {
 	names := ProfileNames()
-	if strings.Join(names, ",") != "devbox,devbox-calibrated,dgx-a100,h100-gpu-calibrated,h100-node,h200-gpu-calibrated" {
+	if strings.Join(names, ",") != "devbox,devbox-calibrated,devbox-xeon,dgx-a100,h100-gpu-calibrated,h100-node,h200-gpu-calibrated" {
 		t.Fatalf("shipped profiles %v", names)
 	}
 	for _, n := range names {
@@ -629,4 +629,35 @@ func TestClusterFoldsOneAtATime(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestLocalProfile: the profile LocalProfile picks is a shipped CPU-engine
+// profile calibrated on a machine like this one; the fallback only where
+// no shipped CPU-engine profile is.
+func TestLocalProfile(t *testing.T) {
+	here := costmodel.HostProvenance()
+	got := LocalProfile("none")
+	matching := 0
+	for _, name := range ProfileNames() {
+		p, err := LoadProfileLog(name, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Provenance != nil && p.Node.KernelsOnHost && len(p.Provenance.Mismatch(here)) == 0 {
+			matching++
+			if got == "none" {
+				t.Errorf("%s matches this machine, LocalProfile gave the fallback", name)
+			}
+		}
+	}
+	if got != "none" {
+		p, err := LoadProfileLog(got, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := p.Provenance.Mismatch(here); len(d) > 0 || !p.Node.KernelsOnHost {
+			t.Errorf("LocalProfile gave %s: mismatches %v, kernels on host %v", got, d, p.Node.KernelsOnHost)
+		}
+	}
+	t.Logf("%s (%d shipped CPU-engine profiles match this machine)", got, matching)
 }

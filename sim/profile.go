@@ -162,6 +162,24 @@ func ProfileNames() []string {
 	return out
 }
 
+// LocalProfile returns the name of the shipped profile of the CPU engine
+// (node.kernels_on_host) calibrated on a machine like this one (its
+// provenance's hostname, CPU, cores and engine match: no WarnProvenance
+// line), the first by name; fallback where none is.
+func LocalProfile(fallback string) string {
+	here := costmodel.HostProvenance()
+	for _, name := range ProfileNames() {
+		p, err := loadProfile(name)
+		if err != nil || p.Provenance == nil || !p.Node.KernelsOnHost {
+			continue
+		}
+		if len(p.Provenance.Mismatch(here)) == 0 {
+			return name
+		}
+	}
+	return fallback
+}
+
 // LoadProfile returns a shipped profile by name ("dgx-a100") or, if
 // nameOrPath contains a path separator or ends in .yaml/.yml, the profile
 // in that file. A profile whose provenance names other hardware or another

@@ -145,6 +145,12 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 	}
 	defer reader.Close()
 	rep := DemoReport{Dataset: ds.Dir}
+	// The CPU engine's profile: one calibrated on a machine like this one
+	// where one is shipped.
+	local, localWhy := sim.LocalProfile(""), " like this one"
+	if local == "" {
+		local, localWhy = "devbox-calibrated", ""
+	}
 	type setup struct {
 		profile string
 		nodes   int
@@ -152,7 +158,7 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 		tables  []plan.TableStats // nil: sized from sf
 	}
 	setups := []setup{
-		{"devbox-calibrated", 1, ds.Manifest.ScaleFactor, tpch.PlanStats(ds)},
+		{local, 1, ds.Manifest.ScaleFactor, tpch.PlanStats(ds)},
 		{"dgx-a100", 1, opts.ClusterSF, nil},
 	}
 	// Each profile's provenance warning once, not once a case.
@@ -244,7 +250,7 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 	}
 	fmt.Fprintf(stdout, "\nengine: median of %d runs after a warm-up, on this machine.\n", opts.Rounds)
 	fmt.Fprintf(stdout, "speedup: serial time / this policy's (engine time where measured, else simulated).\n")
-	fmt.Fprintf(stdout, "error: simulated (profile devbox-calibrated: fitted from micro-benchmarks on the development VM; `make calibrate` refits it here) vs measured.\n")
+	fmt.Fprintf(stdout, "error: simulated (profile %s: fitted from micro-benchmarks on a development VM%s; `make calibrate` refits it here) vs measured.\n", local, localWhy)
 	fmt.Fprintf(stdout, "Perfetto traces (open in ui.perfetto.dev): %s (simulated), %s (engine)\n", rep.Trace, rep.EngineTrace)
 	fmt.Fprintf(stdout, "Figures (%d) in %s:\n", len(figs), figDir)
 	for _, f := range figs {
