@@ -84,12 +84,14 @@ func PlaceGPU(p *plan.Plan, hybrid bool) ([]GPUPlacement, error) {
 
 // minStateReduction is how many input rows per group a partial aggregate
 // must have to run on the GPU in a hybrid run: the GPU path hands each
-// unit's state back for the host to merge (cpu.Aggregator.Merge), and a
-// merged group costs the host about what folding two rows does
-// (BenchmarkMergeStates). TPC-H Q18's lineitem aggregate (1.5 M groups of
-// 6 M rows: 4 rows a group) ran 1.3x slower as a hybrid GPU run than on the
-// CPU engine (16 devices' streams, H100, 2026-11-26); Q1 (4 groups), Q6
-// (1) and Q15 (10,000 groups of 230,000 filtered rows) keep it.
+// unit's state back for the host to sort and merge (orderGroups,
+// cpu.Aggregator.Merge), so where the groups are a large share of the rows
+// the host does nearly the work of folding them itself, after the GPU's.
+// TPC-H Q18's lineitem aggregate (1.5 M groups of 6 M rows: 4 rows a
+// group) ran 1.3x slower as a hybrid GPU run than on the CPU engine (16
+// devices' streams, H100, 2026-11-26); Q1 (4 groups), Q6 (1) and Q15
+// (10,000 groups of 230,000 filtered rows) keep it. The 8 is a round
+// margin over Q18's 4, not a fitted threshold.
 const minStateReduction = 8
 
 // stateTooLarge is an error naming the partial aggregate of scan pipeline
