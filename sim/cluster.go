@@ -232,7 +232,7 @@ func (c *Cluster) SetPlacement(p *plan.Plan) {
 func (c *Cluster) splitKernel(p *Profile, t *scheduler.Task, k int) (host scheduler.Task, before int64) {
 	gpuPart := *t
 	gpuPart.Ops = t.Ops[:k]
-	host = ops(t, t.Ops[k:], gpuPart.Ops)
+	host = runAfter(t, t.Ops[k:], gpuPart.Ops)
 	ns := c.kernelWork(&p.GPU, &gpuPart)
 	if rate := p.PCIe.D2H.PerNs(); rate > 0 {
 		ns += float64(host.Bytes) / rate
@@ -241,9 +241,9 @@ func (c *Cluster) splitKernel(p *Profile, t *scheduler.Task, k int) (host schedu
 	return host, before
 }
 
-// ops is task t running ops over what leaves the ops before them
+// runAfter is task t running ops over what leaves the ops before them
 // (costmodel.Through from t's bytes and rows).
-func ops(t *scheduler.Task, ops, before []plan.Op) scheduler.Task {
+func runAfter(t *scheduler.Task, ops, before []plan.Op) scheduler.Task {
 	out := *t
 	b, r := costmodel.Through(before, float64(t.Bytes), float64(t.Rows))
 	out.Ops, out.Bytes, out.Rows = ops, int64(b), int64(r)
@@ -268,7 +268,7 @@ func (c *Cluster) hostKernel(p *Profile, t *scheduler.Task) (pre, fold float64) 
 		head.Ops = t.Ops[:a]
 		pre = c.kernelWork(&p.Host, &head)
 	}
-	tail := ops(t, t.Ops[a:], t.Ops[:a])
+	tail := runAfter(t, t.Ops[a:], t.Ops[:a])
 	return pre, c.kernelWork(&p.Host, &tail)
 }
 
