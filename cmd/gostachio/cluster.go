@@ -285,6 +285,9 @@ the rows of separate runs.`,
 			for _, q := range strings.Split(qs, ",") {
 				o.Queries = append(o.Queries, strings.TrimSpace(q))
 			}
+			if o.Profile == "" {
+				o.Profile = localProfilePath()
+			}
 			return tableOrJSON(c, g, func(out io.Writer) (any, error) {
 				rows, _, err := cluster.BenchSimLaunches(c.Context(), o, launches, within, out, c.ErrOrStderr())
 				return rows, err
@@ -301,7 +304,7 @@ the rows of separate runs.`,
 	f.IntVar(&o.Warmup, "warmup", 2, "untimed runs of each query first, on the same workers (their heaps warm up)")
 	f.StringVar(&o.Order, "order", cluster.OrderInterleaved, "run layout: interleaved (rounds of every query, shuffled per round) or grouped (each query's runs back to back)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the interleaved order")
-	f.StringVar(&o.Profile, "profile", "sim/profiles/devbox-calibrated.yaml", "calibrated profile the simulated one derives from")
+	f.StringVar(&o.Profile, "profile", "", "calibrated profile the simulated one derives from "+localProfileHelp)
 	f.StringVar(&o.ProfileOut, "profile-out", "netns-cluster.yaml", "where to write the derived profile")
 	f.Float64Var(&o.FabricEfficiency, "fabric-efficiency", 0, "share of the link's TCP payload rate a port moves in all-to-all exchanges (0: measure it first with bursts, as bench-fabric; 1: the full rate)")
 	f.DurationVar(&o.Latency, "latency", 15*time.Microsecond, "simulated NIC latency when the delay is not emulated (0: the --link delay)")

@@ -37,6 +37,9 @@ of runs, free of the machine's drift between validations). With --out it appends
 engine and sim rows to OUT/results.csv and draws OUT/sim-vs-engine.{png,svg}.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if o.Profile == "" {
+				o.Profile = localProfilePath()
+			}
 			for _, p := range strings.Split(policies, ",") {
 				if p = strings.TrimSpace(p); p != "" {
 					o.Policies = append(o.Policies, p)
@@ -79,7 +82,7 @@ engine and sim rows to OUT/results.csv and draws OUT/sim-vs-engine.{png,svg}.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Profile, "profile", "sim/profiles/devbox-calibrated.yaml", "profile to predict with (name or .yaml path)")
+	f.StringVar(&o.Profile, "profile", "", "profile to predict with (name or .yaml path) "+localProfileHelp)
 	f.StringVar(&o.Data, "data", "", "dataset both backends run on")
 	f.StringVar(&o.Queries, "queries", "all", "q1..q22, a comma-separated list, or all")
 	f.StringVar(&policies, "policies", "serial,overlap", "comma-separated policies")
