@@ -205,11 +205,13 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	costs := map[string]costmodel.OpCost{}
 	for _, k := range names {
 		fit := costmodel.FitOpCost
-		if k == plan.OpHashBuild.String() || k == plan.OpHashProbe.String() || k == plan.OpAggPartial.String() {
+		switch k {
+		case plan.OpHashBuild.String(), plan.OpHashProbe.String(), plan.OpAggPartial.String(), plan.OpAggFinal.String():
 			// A build's table is its input, a probe's the table it probes,
-			// a partial aggregate's its group state: past the caches every
-			// row costs misses (a build: measured 13 ns/row at 4 Ki rows,
-			// 100+ at 1 Mi).
+			// an aggregate's its group state: past the caches every row
+			// costs misses (a build: measured 13 ns/row at 4 Ki rows, 100+
+			// at 1 Mi; q21's final over 750 K orders a device: 108 ns/row,
+			// twice its price from chunk-sized states).
 			fit = costmodel.FitOpCostSized
 		}
 		c, q, err := fit(ops[k])

@@ -593,15 +593,20 @@ func (m *micro) leading(name string, n int, columns []string) (*cpu.Batch, error
 // shiftedKeys is b with its int64 column key moved past every TPC-H key
 // (+2^40), so that a probe on it finds none.
 func shiftedKeys(b *cpu.Batch, key string) (*cpu.Batch, error) {
+	return shiftedBy(b, key, 1<<40)
+}
+
+// shiftedBy is b with by added to its int64 column key.
+func shiftedBy(b *cpu.Batch, key string, by int64) (*cpu.Batch, error) {
 	i := b.Col(key)
 	if i < 0 || (b.Cols[i].Type != cpu.TInt64 && b.Cols[i].Type != cpu.TDecimal) {
-		return nil, fmt.Errorf("calibrate: probe key %s: want an int64 column", key)
+		return nil, fmt.Errorf("calibrate: key %s: want an int64 column", key)
 	}
 	out := &cpu.Batch{Names: b.Names, Cols: append([]cpu.Vec(nil), b.Cols...), Rows: b.Rows}
 	v := b.Cols[i].I64[:b.Rows]
 	shifted := make([]int64, len(v))
 	for r, k := range v {
-		shifted[r] = k + 1<<40
+		shifted[r] = k + by
 	}
 	out.Cols[i].I64 = shifted
 	return out, nil
@@ -819,7 +824,7 @@ func (m *micro) walk(p *plan.Plan, pi int, b *cpu.Batch, devices int, final bool
 				m.out[len(m.out)-1].Table = aggStateBytes(op, st)
 				m.out[len(m.out)-1].Key = op.Fingerprint()
 				if final {
-					err = m.aggFinal(p, pi, st, devices)
+					err = m.aggFinal(p, pi, st, devices, "")
 				}
 			}
 			return err
@@ -862,8 +867,10 @@ const bigFoldRows = 2 << 20
 // aggregate after filters and projections only, one fold of its first
 // bigFoldRows rows into one state — the size a device's state reaches in
 // a query (q21 and q18 at SF1: ~750 K orders per device), where the
-// chunk-0 samples of planOps stay within the caches (≤ 33 K groups).
+// chunk-0 samples of planOps stay within the caches (≤ 33 K groups) —
+// and the consuming final aggregate over such states (aggFinal).
 func (m *micro) bigFolds(ctx context.Context) error {
+	devices := runtime.GOMAXPROCS(0)
 	return m.eachPlan(ctx, func(p *plan.Plan) error {
 		q := p.Name
 	pipes:
@@ -925,6 +932,11 @@ func (m *micro) bigFolds(ctx context.Context) error {
 			m.out[len(m.out)-1].StrTerms = op.StrTerms()
 			m.out[len(m.out)-1].Table = aggStateBytes(op, st)
 			m.out[len(m.out)-1].Key = op.Fingerprint()
+			// The consumer's final over states of this size: chunk-sized
+			// ones stay in the caches, a device's whole one does not.
+			if err := m.aggFinal(p, pi, st, devices, op.Keys[0]); err != nil {
+				return fmt.Errorf("calibrate: %s pipeline %d: %w", q, pi, err)
+			}
 		}
 		return nil
 	})
@@ -948,8 +960,13 @@ func fold(op *plan.Op, b *cpu.Batch) (*cpu.Aggregator, error) {
 }
 
 // aggFinal times the final aggregate that consumes pipeline pi's partial
-// states: devices copies of st's state merged, then the result.
-func (m *micro) aggFinal(p *plan.Plan, pi int, st *cpu.Aggregator, devices int) error {
+// states: devices copies of st's state merged, then the result. With a
+// shift key, copy i's column shift is moved by i·2^40 where it is an
+// integer, so that every row is a group of its own: a final fed by a
+// shuffle on the keys of a state its devices built from different
+// chunks (q18's and q21's orders) inserts each row, where copies of one
+// state (a gathered q1) update the groups the first copy made.
+func (m *micro) aggFinal(p *plan.Plan, pi int, st *cpu.Aggregator, devices int, shift string) error {
 	part, err := st.Result(false)
 	if err != nil || part == nil || part.Rows == 0 {
 		return err
@@ -957,6 +974,11 @@ func (m *micro) aggFinal(p *plan.Plan, pi int, st *cpu.Aggregator, devices int) 
 	parts := make([]*cpu.Batch, devices)
 	for i := range parts {
 		parts[i] = part
+		if shift != "" && i > 0 {
+			if moved, err := shiftedBy(part, shift, int64(i)<<40); err == nil {
+				parts[i] = moved
+			}
+		}
 	}
 	in, err := cpu.Concat(parts)
 	if err != nil {
@@ -968,18 +990,24 @@ func (m *micro) aggFinal(p *plan.Plan, pi int, st *cpu.Aggregator, devices int) 
 			continue
 		}
 		op := &c.Ops[0]
+		groups := 0
 		ns, err := m.time(func() error {
 			a := cpu.NewAggregator(op.Keys, op.Expr.(plan.Aggs), true)
 			if err := a.Merge(in); err != nil {
 				return err
 			}
+			groups = a.Groups()
 			_, err := a.Result(true)
 			return err
 		})
 		if err != nil {
 			return err
 		}
-		m.add(plan.OpAggFinal, op.Terms(), fmt.Sprintf("%s p%d agg-final", p.Name, ci), in, ns)
+		m.add(plan.OpAggFinal, op.Terms(), fmt.Sprintf("%s p%d agg-final %d rows", p.Name, ci, in.Rows), in, ns)
+		if len(op.Keys) > 0 {
+			// The merged state, as costmodel.AggState prices the plan's.
+			m.out[len(m.out)-1].Table = int64(groups) * int64(max(op.OutWidth, 8))
+		}
 		m.out[len(m.out)-1].Key = op.Fingerprint()
 	}
 	return nil

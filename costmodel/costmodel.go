@@ -263,7 +263,7 @@ func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, t
 				if table != nil {
 					ws = table(op.Build)
 				}
-			case plan.OpAggPartial:
+			case plan.OpAggPartial, plan.OpAggFinal:
 				ws = AggState(op)
 			}
 			c := d.Ops[op.Kind].NsExpr(b, r, op.Terms(), op.StrTerms(), nb, ws*sharers)
@@ -336,10 +336,11 @@ func TableBytes(op *plan.Op, rows float64) float64 {
 // pow2Ceil is the least power of two ≥ x (x ≥ 1).
 func pow2Ceil(x float64) float64 { return math.Exp2(math.Ceil(math.Log2(x))) }
 
-// AggState is the working set of a partial aggregate op: its group table
-// at the plan's estimated groups, Groups·OutWidth bytes (a device folds
-// every unit into one state, so a unit's rows look up a table of the
-// whole state's size, not of the unit's groups). 0 without keys.
+// AggState is the working set of an aggregate op, partial or final: its
+// group table at the plan's estimated groups, Groups·OutWidth bytes (a
+// device folds every unit into one state, so a unit's rows look up a
+// table of the whole state's size, not of the unit's groups; a final
+// merges every partial state's rows into one such table). 0 without keys.
 func AggState(op *plan.Op) float64 {
 	if len(op.Keys) == 0 || op.Groups <= 1 {
 		return 0

@@ -240,26 +240,29 @@ func TestDeviceSlowed(t *testing.T) {
 	}
 }
 
-// A partial aggregate's cache term sees its group state (Groups·OutWidth),
-// not the unit's input: the same unit costs more against a state past the
-// cache, and a keyless aggregate has no state to miss on.
+// An aggregate's cache term, partial or final, sees its group state
+// (Groups·OutWidth), not the unit's input: the same unit costs more
+// against a state past the cache, and a keyless aggregate has no state to
+// miss on.
 func TestAggregateWorkingSetIsItsState(t *testing.T) {
-	var d Device
-	d.Ops[plan.OpAggPartial] = OpCost{RowRate: 1e9, Miss: 50, Cache: 1 << 20}
-	unit := func(groups int64, keys ...string) float64 {
-		op := plan.Op{Kind: plan.OpAggPartial, Keys: keys, Groups: groups, OutWidth: 16, Selectivity: 1}
-		return d.Work([]plan.Op{op}, plan.OpAggPartial, 64<<20, 1000)
-	}
-	small, large := unit(1000, "k"), unit(4<<20, "k") // 16 KB and 64 MiB of state
-	if want := 1000.0; math.Abs(small-want) > 1e-6 {
-		t.Errorf("state in cache: %g ns, want %g (rows only, though the 64 MiB input is past the cache)", small, want)
-	}
-	// 64 MiB state, 1 MiB cache: a miss fraction of 63/64 on every row.
-	if want := 1000 + 1000*50*(1-1.0/64); math.Abs(large-want) > 1e-6 {
-		t.Errorf("state past the cache: %g ns, want %g", large, want)
-	}
-	if got := unit(4 << 20); math.Abs(got-1000) > 1e-6 {
-		t.Errorf("no keys: %g ns, want 1000 (no state to miss on)", got)
+	for _, kind := range []plan.OpKind{plan.OpAggPartial, plan.OpAggFinal} {
+		var d Device
+		d.Ops[kind] = OpCost{RowRate: 1e9, Miss: 50, Cache: 1 << 20}
+		unit := func(groups int64, keys ...string) float64 {
+			op := plan.Op{Kind: kind, Keys: keys, Groups: groups, OutWidth: 16, Selectivity: 1}
+			return d.Work([]plan.Op{op}, kind, 64<<20, 1000)
+		}
+		small, large := unit(1000, "k"), unit(4<<20, "k") // 16 KB and 64 MiB of state
+		if want := 1000.0; math.Abs(small-want) > 1e-6 {
+			t.Errorf("%s, state in cache: %g ns, want %g (rows only, though the 64 MiB input is past the cache)", kind, small, want)
+		}
+		// 64 MiB state, 1 MiB cache: a miss fraction of 63/64 on every row.
+		if want := 1000 + 1000*50*(1-1.0/64); math.Abs(large-want) > 1e-6 {
+			t.Errorf("%s, state past the cache: %g ns, want %g", kind, large, want)
+		}
+		if got := unit(4 << 20); math.Abs(got-1000) > 1e-6 {
+			t.Errorf("%s, no keys: %g ns, want 1000 (no state to miss on)", kind, got)
+		}
 	}
 }
 
