@@ -15,6 +15,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"gostachio/costmodel"
 	"gostachio/dataset"
 	"gostachio/engine"
 	"gostachio/engine/storage"
@@ -157,8 +158,11 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 			}
 		}
 		reference()
-		fmt.Fprintf(logw, "calibrate: %s: hash builds, probes, sorts\n", label)
+		fmt.Fprintf(logw, "calibrate: %s: hash builds, probes, sorts, text keys\n", label)
 		if err := m.joinsAndSorts(); err != nil {
+			return nil, err
+		}
+		if err := m.textKeys(); err != nil {
 			return nil, err
 		}
 		reference()
@@ -1046,6 +1050,10 @@ func (m *micro) joinsAndSorts() error {
 		// table holds the distinct keys, the rows chain behind them.
 		{"orders", "customer", []string{"o_custkey", "o_orderkey"}, []string{"c_custkey", "c_nationkey"},
 			[]string{"o_orderkey"}, "o_custkey", "c_custkey", maxBuildRows},
+		// Text carried (q16's partsupp into part): a matched row gathers
+		// its strings' bytes, not a fixed width (plan.Op.StrKeys).
+		{"part", "partsupp", []string{"p_partkey", "p_brand", "p_type"}, []string{"ps_partkey", "ps_suppkey"},
+			[]string{"p_brand", "p_type"}, "p_partkey", "ps_partkey", 0},
 	}
 	for _, j := range joins {
 		bt, err := m.table(j.build)
@@ -1093,6 +1101,7 @@ func (m *micro) joinsAndSorts() error {
 					}
 					m.addOut(plan.OpHashProbe, float64(1+len(carry)), fmt.Sprintf("probe %s %s build=%d", j.probe, kind, nb), pin, out, ns)
 					m.out[len(m.out)-1].Table = table
+					m.out[len(m.out)-1].StrTerms = float64(textColumns(bin, carry))
 				}
 				// The same probe with no key in the table: the TPC-H
 				// probes above match most of their rows, so their cost
@@ -1110,6 +1119,7 @@ func (m *micro) joinsAndSorts() error {
 				}
 				m.addOut(plan.OpHashProbe, float64(1+len(j.carry)), fmt.Sprintf("probe %s inner build=%d, no match", j.probe, nb), miss, out, ns)
 				m.out[len(m.out)-1].Table = table
+				m.out[len(m.out)-1].StrTerms = float64(textColumns(bin, j.carry))
 			}
 		}
 		m.timeReference()
@@ -1137,7 +1147,17 @@ func (m *micro) joinsAndSorts() error {
 			if err != nil {
 				return err
 			}
-			m.add(s.kind, float64(len(s.keys)), fmt.Sprintf("%s %d keys limit %d", s.kind, len(s.keys), s.limit), in, ns)
+			var names []string
+			for _, k := range s.keys {
+				names = append(names, k.Col)
+			}
+			terms, text := float64(len(s.keys)), float64(textColumns(in, names))
+			if s.kind == plan.OpSort {
+				l := costmodel.SortLog(float64(in.Rows))
+				terms, text = terms*l, text*l
+			}
+			m.add(s.kind, terms, fmt.Sprintf("%s %d keys limit %d", s.kind, len(s.keys), s.limit), in, ns)
+			m.out[len(m.out)-1].StrTerms = text
 		}
 	}
 	return nil

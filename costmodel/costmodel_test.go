@@ -292,3 +292,40 @@ func TestFusedDevice(t *testing.T) {
 		t.Fatalf("unknown key in fused: %v", err)
 	}
 }
+
+// A sort's key terms, text or not, count once per comparison: log2(rows)
+// a row, so a sort's price per row grows with its input.
+func TestSortTermsPerComparison(t *testing.T) {
+	var d Device
+	d.Ops[plan.OpSort] = OpCost{TermRate: 1e9, StrTermRate: 1e8}
+	op := plan.Op{Kind: plan.OpSort, Keys: []string{"a", "b desc"}, StrKeys: 1, Selectivity: 1}
+	for _, rows := range []int64{1024, 1 << 20} {
+		l := math.Log2(float64(rows))
+		// rows·2 keys·l at 1 ns a term + rows·1 text key·l at 10 ns.
+		want := float64(rows)*2*l + float64(rows)*l*10
+		if got := d.Work([]plan.Op{op}, plan.OpSort, rows*16, rows); math.Abs(got-want) > 1e-6*want {
+			t.Errorf("sort of %d rows: %g ns, want %g", rows, got, want)
+		}
+	}
+	if got, want := SortLog(1), 1.0; got != want {
+		t.Errorf("SortLog(1) = %g, want %g (one comparison at least)", got, want)
+	}
+}
+
+// A final aggregate leaves at most its groups: the sort after a gathered
+// final is priced on the groups, not on every device's copy of them.
+func TestFinalKeepsItsGroups(t *testing.T) {
+	final := plan.Op{Kind: plan.OpAggFinal, Keys: []string{"k"}, Groups: 1000, OutWidth: 40}
+	if b, r := Through([]plan.Op{final}, 4000*40, 4000); r != 1000 || b != 1000*40 {
+		t.Errorf("final of 4000 rows into 1000 groups: %g rows, %g bytes out; want 1000 and 40000", r, b)
+	}
+	if b, r := Through([]plan.Op{final}, 600*40, 600); r != 600 || b != 600*40 {
+		t.Errorf("final of 600 rows, 1000 groups: %g rows, %g bytes out; want 600 and 24000", r, b)
+	}
+	var d Device
+	d.Ops[plan.OpSort] = OpCost{RowRate: 1e9}
+	ops := []plan.Op{final, {Kind: plan.OpSort, Keys: []string{"k"}, Selectivity: 1}}
+	if got := d.Work(ops, plan.OpSort, 4000*40, 4000); math.Abs(got-1000) > 1e-9 {
+		t.Errorf("sort after the final: %g ns, want 1000 (its 1000 groups at 1 ns)", got)
+	}
+}

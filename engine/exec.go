@@ -220,7 +220,7 @@ func (d *runData) runOps(p int32, dev int, ops []plan.Op, in *cpu.Batch) (out *c
 			}
 		case plan.OpSort, plan.OpTopK:
 			if b != nil {
-				b, err = cpu.Sort(b, sortKeys(op.Keys), op.Limit)
+				b, err = cpu.Sort(b, plan.ParseSortKeys(op.Keys), op.Limit)
 			}
 		case plan.OpShuffle, plan.OpBroadcast, plan.OpGather:
 			parts, err = d.route(p, dev, b)
@@ -233,14 +233,6 @@ func (d *runData) runOps(p int32, dev int, ops []plan.Op, in *cpu.Batch) (out *c
 		}
 	}
 	return b, nil, 0, nil
-}
-
-func sortKeys(keys []string) []plan.SortKey {
-	out := make([]plan.SortKey, len(keys))
-	for i, k := range keys {
-		out[i] = plan.ParseSortKey(k)
-	}
-	return out
 }
 
 // fold adds a unit's rows to the device's partial aggregate state.
@@ -507,7 +499,7 @@ func (d *runData) merge(t *scheduler.Task) (rows, bytes int64, err error) {
 	for i := len(pl.Ops) - 1; i >= 0; i-- {
 		op := &pl.Ops[i]
 		if op.Kind == plan.OpSort || op.Kind == plan.OpTopK {
-			if b, err = cpu.Sort(b, sortKeys(op.Keys), op.Limit); err != nil {
+			if b, err = cpu.Sort(b, plan.ParseSortKeys(op.Keys), op.Limit); err != nil {
 				return 0, 0, fmt.Errorf("engine: %s result: %w", d.plan.Name, err)
 			}
 			break

@@ -21,6 +21,8 @@ import (
 type Builder struct {
 	p   Plan
 	err error
+	// text holds the plan's text columns by name (textcols.go).
+	text map[string]bool
 }
 
 // NewBuilder starts plan name over the given tables (the plan keeps the
@@ -71,6 +73,7 @@ func (b *Builder) Scan(table string, cols ...string) *Pipe {
 	pp.pl.Source = Source{Kind: SourceScan, Table: ti}
 	pp.pl.Name = "scan " + table
 	pp.pl.Ops = append(pp.pl.Ops, Op{Kind: OpScan, Label: table, Out: append([]string(nil), cols...), Selectivity: 1, OutWidth: width})
+	b.noteScanText(table, cols)
 	return pp
 }
 
@@ -100,6 +103,7 @@ func (pp *Pipe) Prune(col string, lo, hi int64) *Pipe {
 }
 
 func (pp *Pipe) add(op Op) *Pipe {
+	pp.b.typeText(&op)
 	pp.pl.Ops = append(pp.pl.Ops, op)
 	return pp
 }

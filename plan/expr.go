@@ -487,6 +487,15 @@ type SortKey struct {
 	Desc bool
 }
 
+// ParseSortKeys is ParseSortKey of each of keys.
+func ParseSortKeys(keys []string) []SortKey {
+	out := make([]SortKey, len(keys))
+	for i, k := range keys {
+		out[i] = ParseSortKey(k)
+	}
+	return out
+}
+
 // ParseSortKey splits "col" / "col desc" / "col asc".
 func ParseSortKey(s string) SortKey {
 	f := strings.Fields(s)
@@ -578,7 +587,8 @@ func (op *Op) sumExprs(f func(Expr) float64) float64 {
 // numeric comparison (the filter micro-benchmarks' fit: R² 0.26 with one
 // rate for every term, 0.40 with a second one for these), so the cost
 // model prices them with a rate of their own on top of the terms rate.
-func (op *Op) StrTerms() float64 { return op.sumExprs(exprStrTerms) }
+// Text keys and a probe's carried text columns (StrKeys) count one each.
+func (op *Op) StrTerms() float64 { return op.sumExprs(exprStrTerms) + float64(op.StrKeys) }
 
 func exprStrTerms(e Expr) float64 {
 	c, ok := e.(Call)

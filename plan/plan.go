@@ -141,6 +141,11 @@ type Op struct {
 	// sizes a table by its distinct keys, so its working set is that share
 	// of the build's input.
 	Distinct float64
+	// StrKeys is how many of Keys are text, plus, for a probe, how many of
+	// the build columns it carries (set by the Builder from the TPC-H
+	// schema and the projections): a text key hashes and compares byte by
+	// byte, a carried text column gathers its bytes. StrTerms counts them.
+	StrKeys int
 }
 
 // SourceKind says where a pipeline's units come from.
