@@ -263,8 +263,13 @@ func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, t
 				if table != nil {
 					ws = table(op.Build)
 				}
-			case plan.OpAggPartial, plan.OpAggFinal:
+			case plan.OpAggPartial:
 				ws = AggState(op)
+			case plan.OpAggFinal:
+				// At most a group a row: a final fed by a shuffle holds
+				// its device's share of the groups (q18's orders over 8
+				// devices of 4 nodes: an eighth), not all of them.
+				ws = min(AggState(op), r*float64(max(op.OutWidth, 8)))
 			}
 			terms, str := op.Terms(), op.StrTerms()
 			if op.Kind == plan.OpSort {

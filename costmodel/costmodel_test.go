@@ -245,24 +245,33 @@ func TestDeviceSlowed(t *testing.T) {
 // against a state past the cache, and a keyless aggregate has no state to
 // miss on.
 func TestAggregateWorkingSetIsItsState(t *testing.T) {
+	const rows = 4 << 20 // a row per group: a final's state is not capped below its groups
 	for _, kind := range []plan.OpKind{plan.OpAggPartial, plan.OpAggFinal} {
 		var d Device
 		d.Ops[kind] = OpCost{RowRate: 1e9, Miss: 50, Cache: 1 << 20}
 		unit := func(groups int64, keys ...string) float64 {
 			op := plan.Op{Kind: kind, Keys: keys, Groups: groups, OutWidth: 16, Selectivity: 1}
-			return d.Work([]plan.Op{op}, kind, 64<<20, 1000)
+			return d.Work([]plan.Op{op}, kind, 1<<30, rows)
 		}
 		small, large := unit(1000, "k"), unit(4<<20, "k") // 16 KB and 64 MiB of state
-		if want := 1000.0; math.Abs(small-want) > 1e-6 {
-			t.Errorf("%s, state in cache: %g ns, want %g (rows only, though the 64 MiB input is past the cache)", kind, small, want)
+		if want := float64(rows); math.Abs(small-want) > 1e-6 {
+			t.Errorf("%s, state in cache: %g ns, want %g (rows only, though the 1 GiB input is past the cache)", kind, small, want)
 		}
 		// 64 MiB state, 1 MiB cache: a miss fraction of 63/64 on every row.
-		if want := 1000 + 1000*50*(1-1.0/64); math.Abs(large-want) > 1e-6 {
+		if want := rows + rows*50*(1-1.0/64); math.Abs(large-want) > 1e-6 {
 			t.Errorf("%s, state past the cache: %g ns, want %g", kind, large, want)
 		}
-		if got := unit(4 << 20); math.Abs(got-1000) > 1e-6 {
-			t.Errorf("%s, no keys: %g ns, want 1000 (no state to miss on)", kind, got)
+		if got := unit(4 << 20); math.Abs(got-rows) > 1e-6 {
+			t.Errorf("%s, no keys: %g ns, want %d (no state to miss on)", kind, got, rows)
 		}
+	}
+	// A final's state has at most a group per input row: 1000 rows of a
+	// shuffled final hold 16 KB however many groups the plan expects.
+	var d Device
+	d.Ops[plan.OpAggFinal] = OpCost{RowRate: 1e9, Miss: 50, Cache: 1 << 20}
+	op := plan.Op{Kind: plan.OpAggFinal, Keys: []string{"k"}, Groups: 4 << 20, OutWidth: 16, Selectivity: 1}
+	if got := d.Work([]plan.Op{op}, plan.OpAggFinal, 64<<20, 1000); math.Abs(got-1000) > 1e-6 {
+		t.Errorf("final of 1000 rows, 4 Mi groups planned: %g ns, want 1000 (16 KB of state, in cache)", got)
 	}
 }
 
