@@ -964,12 +964,12 @@ func fold(op *plan.Op, b *cpu.Batch) (*cpu.Aggregator, error) {
 }
 
 // aggFinal times the final aggregate that consumes pipeline pi's partial
-// states: devices copies of st's state merged, then the result. With a
-// shift key, copy i's column shift is moved by i·2^40 where it is an
-// integer, so that every row is a group of its own: a final fed by a
-// shuffle on the keys of a state its devices built from different
-// chunks (q18's and q21's orders) inserts each row, where copies of one
-// state (a gathered q1) update the groups the first copy made.
+// states: devices copies of st's state merged, then the result. With
+// shift naming an integer key column, copy i has i·2^40 added to it, so
+// that every row is a group of its own: a final fed by a shuffle on the
+// keys of states its devices built from different chunks (q18's and
+// q21's orders) inserts each row, where copies of one state (a gathered
+// q1) update the groups the first copy made.
 func (m *micro) aggFinal(p *plan.Plan, pi int, st *cpu.Aggregator, devices int, shift string) error {
 	part, err := st.Result(false)
 	if err != nil || part == nil || part.Rows == 0 {
