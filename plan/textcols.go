@@ -3,8 +3,8 @@ package plan
 import "gostachio/tpch/schema"
 
 // The Builder types the plan's columns as text or not, by name, so that
-// operators keyed on text (q16's sort on p_brand and p_type, q10's groups
-// of customer names and addresses) are priced for it (Op.StrKeys): a scan
+// operators keyed on text (q16's sort on p_brand and p_type, q7's groups
+// of nation names) are priced for it (Op.StrKeys): a scan
 // brings its table's text columns (the TPC-H schema), a projection names
 // a text expression (a text column under a new name, a SUBSTRING, a
 // string literal, a CASE of text), and every other computed column
