@@ -253,40 +253,61 @@ func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, t
 	for i := range ops {
 		op := &ops[i]
 		nb, nr := through(op, b, r)
-		if int(op.Kind) < len(d.Ops) {
-			ws := b
-			switch op.Kind {
-			case plan.OpHashBuild:
-				ws = TableBytes(op, r)
-			case plan.OpHashProbe:
-				ws = 0
-				if table != nil {
-					ws = table(op.Build)
-				}
-			case plan.OpAggPartial:
-				ws = AggState(op)
-			case plan.OpAggFinal:
-				// At most a group a row: a final fed by a shuffle holds
-				// its device's share of the groups (q18's orders over 8
-				// devices of 4 nodes: an eighth), not all of them.
-				ws = min(AggState(op), r*float64(max(op.OutWidth, 8)))
-			}
-			terms, str := op.Terms(), op.StrTerms()
-			if op.Kind == plan.OpSort {
-				l := SortLog(r)
-				terms, str = terms*l, str*l
-			}
-			c := d.Ops[op.Kind].NsExpr(b, r, terms, str, nb, ws*sharers)
-			if keys != nil {
-				if s, ok := d.Profiled[keys[i]]; ok && s.Op == op.Kind.String() {
-					c *= s.Scale
-				}
-			}
-			t += c
+		key := ""
+		if keys != nil {
+			key = keys[i]
 		}
+		t += d.OpNs(op, b, r, nb, WorkingSet(op, b, r, table)*sharers, key)
 		b, r = nb, nr
 	}
 	return t
+}
+
+// WorkingSet is what op's cache term sees over bytes and rows of input:
+// a build's table (TableBytes), the table a probe probes (table(op.Build);
+// nil table: none), an aggregate's group state (AggState; a final's at
+// most a group a row), else its input.
+func WorkingSet(op *plan.Op, bytes, rows float64, table func(build int) float64) float64 {
+	switch op.Kind {
+	case plan.OpHashBuild:
+		return TableBytes(op, rows)
+	case plan.OpHashProbe:
+		if table != nil {
+			return table(op.Build)
+		}
+		return 0
+	case plan.OpAggPartial:
+		return AggState(op)
+	case plan.OpAggFinal:
+		// At most a group a row: a final fed by a shuffle holds its
+		// device's share of the groups (q18's orders over 8 devices of 4
+		// nodes: an eighth), not all of them.
+		return min(AggState(op), rows*float64(max(op.OutWidth, 8)))
+	}
+	return bytes
+}
+
+// OpNs is the price in ns of op alone on d over bytes and rows of input,
+// writing out bytes, with a working set of ws bytes (WorkingSet): its
+// kind's OpCost at op's terms (a sort's times SortLog(rows)), times its
+// Profiled scale when key (op's Fingerprint) has one of op's kind. 0 for
+// a kind d does not price.
+func (d *Device) OpNs(op *plan.Op, bytes, rows, out, ws float64, key string) float64 {
+	if int(op.Kind) >= len(d.Ops) {
+		return 0
+	}
+	terms, str := op.Terms(), op.StrTerms()
+	if op.Kind == plan.OpSort {
+		l := SortLog(rows)
+		terms, str = terms*l, str*l
+	}
+	c := d.Ops[op.Kind].NsExpr(bytes, rows, terms, str, out, ws)
+	if key != "" {
+		if s, ok := d.Profiled[key]; ok && s.Op == op.Kind.String() {
+			c *= s.Scale
+		}
+	}
+	return c
 }
 
 // SortLog is the comparisons a row of a sort of rows rows takes,

@@ -110,6 +110,9 @@ type BackendOptions struct {
 	// the query naming the file, chunk and column, where it could
 	// otherwise give a wrong answer that looks right.
 	NoVerify bool
+	// OpTimes, when set, records the time and sizes of every operator the
+	// host runs (OpTimes); nil: none are timed.
+	OpTimes *OpTimes
 }
 
 // Remote moves exchange data to the other nodes of a cluster (package
@@ -161,6 +164,7 @@ func NewBackend(ds *dataset.Dataset, p *plan.Plan, opts BackendOptions) (*Backen
 	b.alloc = b.reader.Allocator()
 	b.data = newRunData(ds, p, opts.Devices, opts.Mem)
 	b.data.verify = !opts.NoVerify && ds.Checksummed()
+	b.data.opTimes = opts.OpTimes
 	if opts.GPU != nil {
 		if err := b.data.useGPU(opts.GPU, opts.GPUHybrid); err != nil {
 			b.Close()

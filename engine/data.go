@@ -45,6 +45,9 @@ type runData struct {
 	// verify checks each read buffer against its recorded checksum in the
 	// h2d (BackendOptions.NoVerify).
 	verify bool
+	// opTimes, when set, records every operator the host runs
+	// (BackendOptions.OpTimes).
+	opTimes *OpTimes
 
 	mu    sync.Mutex
 	units map[unitKey]*unitData

@@ -128,10 +128,12 @@ func (d *runData) runUnit(p int32, dev int, ops []plan.Op, ins []*cpu.Batch) (*c
 	if len(rest) > 0 && rest[0].Kind == plan.OpAggPartial {
 		var groups int64
 		for _, b := range outs {
+			start := d.opClock()
 			g, err := d.fold(p, &rest[0], dev, b)
 			if err != nil {
 				return nil, nil, 0, fmt.Errorf("%s %q: %w", rest[0].Kind, rest[0].Label, err)
 			}
+			d.timeOp(p, &rest[0], rest[0].Kind.String(), dev, b, nil, start)
 			groups += g
 		}
 		return nil, nil, groups, nil
@@ -188,6 +190,7 @@ func (d *runData) runOps(p int32, dev int, ops []plan.Op, in *cpu.Batch) (out *c
 	b := in
 	for i := range ops {
 		op := &ops[i]
+		start, opIn := d.opClock(), b
 		switch op.Kind {
 		case plan.OpScan, plan.OpHashBuild, plan.OpResult:
 			// Scan: decoded by the copy. Build: the retained output is the
@@ -207,6 +210,9 @@ func (d *runData) runOps(p int32, dev int, ops []plan.Op, in *cpu.Batch) (out *c
 			}
 		case plan.OpAggPartial:
 			groups, err = d.fold(p, op, dev, b)
+			if err == nil && b != nil {
+				d.timeOp(p, op, op.Kind.String(), dev, b, nil, start)
+			}
 			return nil, nil, groups, err
 		case plan.OpAggFinal:
 			a := cpu.NewAggregator(op.Keys, op.Expr.(plan.Aggs), true)
@@ -224,12 +230,18 @@ func (d *runData) runOps(p int32, dev int, ops []plan.Op, in *cpu.Batch) (out *c
 			}
 		case plan.OpShuffle, plan.OpBroadcast, plan.OpGather:
 			parts, err = d.route(p, dev, b)
+			if err == nil && b != nil {
+				d.timeOp(p, op, op.Kind.String(), dev, b, b, start)
+			}
 			return b, parts, 0, err
 		default:
 			err = fmt.Errorf("operator %s not supported by the CPU engine", op.Kind)
 		}
 		if err != nil {
 			return nil, nil, 0, fmt.Errorf("%s %q: %w", op.Kind, op.Label, err)
+		}
+		if opIn != nil && op.Kind != plan.OpScan && op.Kind != plan.OpHashBuild && op.Kind != plan.OpResult {
+			d.timeOp(p, op, op.Kind.String(), dev, opIn, b, start)
 		}
 	}
 	return b, nil, 0, nil
@@ -285,6 +297,7 @@ func (d *runData) materialize(p int32, dev int) (rows, bytes int64, err error) {
 	}
 	pd.emitted[dev] = true
 	pd.state[dev] = nil
+	start := d.opClock()
 	b, err := st.Emit(false)
 	if err != nil {
 		return 0, 0, fmt.Errorf("engine: %s pipeline %d: %w", d.plan.Name, p, err)
@@ -292,6 +305,7 @@ func (d *runData) materialize(p int32, dev int) (rows, bytes int64, err error) {
 	if _, err = d.route(p, dev, b); err != nil {
 		return 0, 0, err
 	}
+	d.timeOp(p, pd.partial, OpEmit, dev, b, nil, start)
 	if b == nil {
 		return 0, 0, nil
 	}
@@ -401,7 +415,9 @@ func (d *runData) buildTable(p int32, dev int) error {
 	rows, err := concat(parts)
 	if err == nil && rows != nil {
 		var ht *cpu.HashTable
+		start := d.opClock()
 		if ht, err = cpu.BuildHashTable(rows, pd.sink.Keys); err == nil {
+			d.timeOp(p, pd.sink, plan.OpHashBuild.String(), dev, rows, nil, start)
 			parts = []*cpu.Batch{rows}
 			pd.mu.Lock()
 			pd.tables[dev] = ht

@@ -53,6 +53,8 @@ type QueryOptions struct {
 	// NoVerify skips the check of every read buffer against its recorded
 	// checksum (BackendOptions.NoVerify).
 	NoVerify bool
+	// OpTimes records every operator the host runs (BackendOptions.OpTimes).
+	OpTimes *OpTimes
 }
 
 // QueryResult is one finished query.
@@ -131,7 +133,7 @@ func RunPlan(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryO
 	}
 	b, err := NewBackend(ds, p, BackendOptions{Devices: opts.Devices, Mem: opts.Mem, Buffered: opts.Buffered,
 		IO: opts.IO, Allocator: opts.Allocator, Log: opts.Log, Reader: opts.Reader, GPU: opts.GPU, GPUHybrid: opts.GPUHybrid,
-		NoVerify: opts.NoVerify})
+		NoVerify: opts.NoVerify, OpTimes: opts.OpTimes})
 	if err != nil {
 		return nil, err
 	}

@@ -11,6 +11,7 @@ import (
 
 	"gostachio/dataset"
 	"gostachio/engine/gpu"
+	"gostachio/internal/atomicfile"
 	"gostachio/internal/machine"
 	"gostachio/internal/units"
 	"gostachio/tpch/queries"
@@ -27,6 +28,9 @@ type RunOptions struct {
 	// Trace writes a Perfetto/Chrome JSON trace to this path (with several
 	// queries: one file per query, the query name before the extension).
 	Trace string
+	// OpTimes writes every operator the host ran, in every query, to this
+	// CSV (OpTimes.WriteCSV), once all have run.
+	OpTimes string
 	// UseGPU runs the queries' scan pipelines on CUDA device GPUOrdinal
 	// (the zero value: the CPU engine); GPUMem caps its device memory (0:
 	// 90% of what is free).
@@ -115,8 +119,14 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 	}
 	var results []*QueryResult
 	tracePaths := traces.NewQueryPaths(opts.Trace, names)
-	for _, name := range names {
+	if opts.OpTimes != "" && opts.QueryOptions.OpTimes == nil {
+		opts.QueryOptions.OpTimes = &OpTimes{}
+	}
+	for run, name := range names {
 		qo := opts.QueryOptions
+		if qo.OpTimes != nil {
+			qo.OpTimes.SetRun(run)
+		}
 		var tr *traces.Recorder
 		if opts.Trace != "" {
 			tr = &traces.Recorder{Run: name + "/" + qo.Policy}
@@ -148,6 +158,12 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 			}
 		}
 		results = append(results, r)
+	}
+	if opts.OpTimes != "" {
+		if err := atomicfile.Write(opts.OpTimes, opts.QueryOptions.OpTimes.WriteCSV); err != nil {
+			return fmt.Errorf("engine: --op-times: %w", err)
+		}
+		fmt.Fprintf(stderr, "operator times: %s (%d operator runs)\n", opts.OpTimes, len(opts.QueryOptions.OpTimes.Rows()))
 	}
 	if opts.Format == "json" {
 		return writeJSON(stdout, results)

@@ -8,9 +8,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"gostachio/calibrate"
+	"gostachio/sim"
 )
 
-func init() { commands = append(commands, newValidateCmd, newValidateSpreadCmd) }
+func init() { commands = append(commands, newValidateCmd, newValidateSpreadCmd, newValidateOpsCmd) }
 
 func newValidateCmd(g *globals) *cobra.Command {
 	var o calibrate.ValidateOptions
@@ -132,5 +133,50 @@ between runs hours apart; validate's error is to be read against this floor.`,
 	}
 	cmd.Flags().Float64Var(&o.MedianTarget, "median-target", 0.05, "bound on a validation's median |error| (issue 7: 0.05)")
 	cmd.Flags().Float64Var(&o.MaxTarget, "max-target", 0.15, "bound on a validation's max |error| (issue 7: 0.15)")
+	return cmd
+}
+
+func newValidateOpsCmd(g *globals) *cobra.Command {
+	var o calibrate.OpsOptions
+	cmd := &cobra.Command{
+		Use:   "validate-ops --data DIR [--profile P] [--warmup 1] TIMES.csv",
+		Short: "Price every operator the engine timed (query --op-times) with a profile: where the model errs inside a query",
+		Long: `Reads the operator times of 'gostachio query --op-times' (every operator the
+host ran in every query: its input rows and bytes, output bytes and time) and
+prices each run of each operator with the profile as the simulator prices it
+inside a kernel, at the measured sizes: its kind's cost, its own scale where
+the calibration measured it (marked *), a probe's working set the table its
+device built in that run. It prints per plan operator the measured and priced
+time and their ratio, then the totals per query and per operator kind. The
+cardinalities are the measured ones, so a ratio away from 1 is the cost per
+row and byte the model gives that operator inside the query (where reads,
+the other device's kernels and fresh memory share the machine), not an
+estimate's error. Partial states' emits are measured, not priced.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Times = args[0]
+			if o.Data == "" {
+				return fmt.Errorf("validate-ops: --data is required (the dataset the times were taken on)")
+			}
+			if o.Profile == "" {
+				o.Profile = sim.LocalProfile("devbox-calibrated")
+			}
+			o.Log = c.ErrOrStderr()
+			rep, err := calibrate.PriceOps(o)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				enc := json.NewEncoder(c.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(rep)
+			}
+			return rep.WriteText(c.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&o.Profile, "profile", "", "profile pricing the operators (default: the shipped CPU-engine profile calibrated on a machine like this one, else devbox-calibrated)")
+	cmd.Flags().StringVar(&o.Data, "data", "", "the dataset the times were taken on")
+	cmd.Flags().Float64Var(&o.CPUSlowdown, "cpu-slowdown", 0, "multiply every price by this factor (validate's --rescale-cpu factor; 0: as profiled)")
+	cmd.Flags().IntVar(&o.Warmup, "warmup", 1, "drop each query's first runs (a process's first run of a query faults its memory in)")
 	return cmd
 }

@@ -1,0 +1,325 @@
+package calibrate
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"sort"
+	"text/tabwriter"
+
+	"gostachio/costmodel"
+	"gostachio/dataset"
+	"gostachio/engine"
+	"gostachio/plan"
+	"gostachio/sim"
+	"gostachio/tpch"
+	"gostachio/tpch/queries"
+)
+
+// OpsOptions are the inputs of PriceOps (`gostachio validate-ops`).
+type OpsOptions struct {
+	// Profile prices the operators (a name or a .yaml path); its host
+	// device must run the kernels (a CPU-engine profile).
+	Profile string
+	// Data is the dataset the times were taken on: the plans' statistics.
+	Data string
+	// Times is a CSV of `gostachio query --op-times`.
+	Times string
+	// CPUSlowdown multiplies every price (validate's --rescale-cpu
+	// factor; 0: 1).
+	CPUSlowdown float64
+	// Warmup drops each query's first Warmup runs (a process's first run
+	// of a query faults its memory in: not the steady state validate
+	// measures). Negative is an error.
+	Warmup int
+	// Log receives the profile's provenance warnings.
+	Log io.Writer
+}
+
+// OpRow is one plan operator of one query over all its timed runs: what
+// the engine measured and what the profile prices the same inputs at.
+type OpRow struct {
+	Query    string `json:"query"`
+	Pipeline int    `json:"pipeline"`
+	Op       int    `json:"op"`
+	// Kind is the operator's plan.OpKind name, or engine.OpEmit (not
+	// priced: the simulator prices a state's emit with its consumer).
+	Kind  string `json:"kind"`
+	Label string `json:"label"`
+	// Profiled: priced at its own scale of its kind (host.profiled).
+	Profiled   bool    `json:"profiled"`
+	Runs       int     `json:"runs"`
+	InRows     int64   `json:"in_rows"`
+	InBytes    int64   `json:"in_bytes"`
+	MeasuredNs float64 `json:"measured_ns"`
+	PricedNs   float64 `json:"priced_ns"`
+}
+
+// Ratio is measured over priced time (0 when nothing is priced).
+func (r OpRow) Ratio() float64 { return ratio(r.MeasuredNs, r.PricedNs) }
+
+func ratio(a, b float64) float64 {
+	if b <= 0 {
+		return 0
+	}
+	return a / b
+}
+
+// OpsTotal sums the priced operators of a query or of a kind.
+type OpsTotal struct {
+	Name       string  `json:"name"`
+	Operators  int     `json:"operators"`
+	MeasuredNs float64 `json:"measured_ns"`
+	PricedNs   float64 `json:"priced_ns"`
+	Ratio      float64 `json:"ratio"`
+	// EmitNs is the measured time of partial states' emits (unpriced).
+	EmitNs float64 `json:"emit_ns,omitempty"`
+}
+
+// OpsReport is PriceOps' result.
+type OpsReport struct {
+	Profile string     `json:"profile"`
+	Runs    int        `json:"runs"`
+	Rows    []OpRow    `json:"operators"`
+	Queries []OpsTotal `json:"queries"`
+	Kinds   []OpsTotal `json:"kinds"`
+}
+
+type opKey struct {
+	query        string
+	pipeline, op int
+	kind         string
+}
+
+type tableKey struct {
+	query                 string
+	run, pipeline, device int
+}
+
+// PriceOps prices every operator run of opts.Times on the profile's host
+// with its measured input rows, bytes and output bytes, as the simulator
+// prices it inside a kernel (costmodel.Device.OpNs: its kind's cost, its
+// own scale where profiled; a probe's working set the table its device
+// built in that run, costmodel.WorkingSet), and sums both per plan
+// operator, per query and per kind. A ratio above 1 is an operator the
+// model under-prices inside the query; the cardinalities are the
+// measured ones, so what is left is the cost per row and byte.
+func PriceOps(opts OpsOptions) (*OpsReport, error) {
+	prof, err := sim.LoadProfileLog(opts.Profile, opts.Log)
+	if err != nil {
+		return nil, err
+	}
+	if !prof.Node.KernelsOnHost {
+		return nil, fmt.Errorf("calibrate: validate-ops prices the CPU engine's operators: profile %s runs its kernels on a GPU", prof.Name)
+	}
+	f, err := os.Open(opts.Times)
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %w", err)
+	}
+	times, err := engine.ReadOpTimes(f)
+	f.Close()
+	if err != nil {
+		return nil, fmt.Errorf("calibrate: %s: %w", opts.Times, err)
+	}
+	if opts.Warmup < 0 {
+		return nil, fmt.Errorf("calibrate: validate-ops: --warmup %d: want 0 or more runs", opts.Warmup)
+	}
+	times = afterWarmup(times, opts.Warmup)
+	if len(times) == 0 {
+		return nil, fmt.Errorf("calibrate: %s: no operator was timed after each query's first %d runs", opts.Times, opts.Warmup)
+	}
+	ds, err := dataset.Open(opts.Data)
+	if err != nil {
+		return nil, err
+	}
+	tables := tpch.PlanStats(ds)
+	sf := ds.Manifest.ScaleFactor
+	if !(sf > 0) {
+		if sf, err = plan.TPCHScaleFactor(tables); err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", opts.Data, err)
+		}
+	}
+	slow := opts.CPUSlowdown
+	if slow == 0 {
+		slow = 1
+	}
+	plans := map[string]*plan.Plan{}
+	built := map[tableKey]float64{}
+	runs := map[[2]any]bool{}
+	for i, t := range times {
+		p := plans[t.Query]
+		if p == nil {
+			if p, err = queries.Build(t.Query, sf, tables); err != nil {
+				return nil, fmt.Errorf("calibrate: %s: row %d: %w", opts.Times, i+1, err)
+			}
+			plans[t.Query] = p
+		}
+		if t.Pipeline < 0 || t.Pipeline >= len(p.Pipelines) || t.Op < 0 || t.Op >= len(p.Pipelines[t.Pipeline].Ops) {
+			return nil, fmt.Errorf("calibrate: %s: row %d: %s has no pipeline %d op %d (times of another plan version?)", opts.Times, i+1, t.Query, t.Pipeline, t.Op)
+		}
+		op := &p.Pipelines[t.Pipeline].Ops[t.Op]
+		want := op.Kind.String()
+		if t.Kind == engine.OpEmit {
+			want = plan.OpAggPartial.String()
+		}
+		if op.Kind.String() != want || (t.Kind != engine.OpEmit && t.Kind != want) {
+			return nil, fmt.Errorf("calibrate: %s: row %d: %s pipeline %d op %d is a %s, the times say %s (times of another plan version?)", opts.Times, i+1, t.Query, t.Pipeline, t.Op, op.Kind, t.Kind)
+		}
+		if op.Kind == plan.OpHashBuild {
+			built[tableKey{t.Query, t.Run, t.Pipeline, t.Device}] += float64(t.InRows)
+		}
+		runs[[2]any{t.Query, t.Run}] = true
+	}
+	rows := map[opKey]*OpRow{}
+	var order []opKey
+	for _, t := range times {
+		p := plans[t.Query]
+		op := &p.Pipelines[t.Pipeline].Ops[t.Op]
+		k := opKey{t.Query, t.Pipeline, t.Op, t.Kind}
+		r := rows[k]
+		if r == nil {
+			r = &OpRow{Query: t.Query, Pipeline: t.Pipeline, Op: t.Op, Kind: t.Kind, Label: op.Label}
+			_, r.Profiled = prof.Host.Profiled[op.Fingerprint()]
+			r.Profiled = r.Profiled && t.Kind != engine.OpEmit
+			rows[k] = r
+			order = append(order, k)
+		}
+		r.Runs++
+		r.InRows += t.InRows
+		r.InBytes += t.InBytes
+		r.MeasuredNs += float64(t.Ns)
+		if t.Kind == engine.OpEmit {
+			continue
+		}
+		table := func(build int) float64 {
+			bp := &p.Pipelines[build]
+			return costmodel.TableBytes(&bp.Ops[len(bp.Ops)-1], built[tableKey{t.Query, t.Run, build, t.Device}])
+		}
+		b, n := float64(t.InBytes), float64(t.InRows)
+		r.PricedNs += slow * prof.Host.OpNs(op, b, n, float64(t.OutBytes), costmodel.WorkingSet(op, b, n, table), op.Fingerprint())
+	}
+	sort.SliceStable(order, func(i, j int) bool {
+		a, b := order[i], order[j]
+		if a.query != b.query {
+			return queryLess(a.query, b.query)
+		}
+		if a.pipeline != b.pipeline {
+			return a.pipeline < b.pipeline
+		}
+		return a.op < b.op
+	})
+	rep := &OpsReport{Profile: prof.Name, Runs: len(runs)}
+	perQuery, perKind := map[string]*OpsTotal{}, map[string]*OpsTotal{}
+	var qs, ks []string
+	for _, k := range order {
+		r := rows[k]
+		rep.Rows = append(rep.Rows, *r)
+		q := perQuery[r.Query]
+		if q == nil {
+			q = &OpsTotal{Name: r.Query}
+			perQuery[r.Query] = q
+			qs = append(qs, r.Query)
+		}
+		if r.Kind == engine.OpEmit {
+			q.EmitNs += r.MeasuredNs
+			continue
+		}
+		kd := perKind[r.Kind]
+		if kd == nil {
+			kd = &OpsTotal{Name: r.Kind}
+			perKind[r.Kind] = kd
+			ks = append(ks, r.Kind)
+		}
+		for _, t := range []*OpsTotal{q, kd} {
+			t.Operators++
+			t.MeasuredNs += r.MeasuredNs
+			t.PricedNs += r.PricedNs
+		}
+	}
+	sort.Strings(ks)
+	for _, q := range qs {
+		t := perQuery[q]
+		t.Ratio = ratio(t.MeasuredNs, t.PricedNs)
+		rep.Queries = append(rep.Queries, *t)
+	}
+	for _, k := range ks {
+		t := perKind[k]
+		t.Ratio = ratio(t.MeasuredNs, t.PricedNs)
+		rep.Kinds = append(rep.Kinds, *t)
+	}
+	return rep, nil
+}
+
+// afterWarmup drops the times of each query's first warmup runs.
+func afterWarmup(times []engine.OpTime, warmup int) []engine.OpTime {
+	if warmup == 0 {
+		return times
+	}
+	runs := map[string][]int{}
+	for _, t := range times {
+		if rs := runs[t.Query]; len(rs) == 0 || rs[len(rs)-1] != t.Run {
+			if !slices.Contains(rs, t.Run) {
+				runs[t.Query] = append(rs, t.Run)
+			}
+		}
+	}
+	drop := map[[2]any]bool{}
+	for q, rs := range runs {
+		slices.Sort(rs)
+		for _, r := range rs[:min(warmup, len(rs))] {
+			drop[[2]any{q, r}] = true
+		}
+	}
+	var out []engine.OpTime
+	for _, t := range times {
+		if !drop[[2]any{t.Query, t.Run}] {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// queryLess orders q1 < q2 < q10.
+func queryLess(a, b string) bool {
+	if len(a) != len(b) {
+		return len(a) < len(b)
+	}
+	return a < b
+}
+
+// WriteText prints the report: per query its operators (profiled ones
+// marked *), then the totals per query and per kind.
+func (r *OpsReport) WriteText(w io.Writer) error {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "query\tpipe\top\tkind\truns\tin rows\tmeasured ms\tpriced ms\tmeasured/priced\t\n")
+	for _, o := range r.Rows {
+		kind, priced, rt := o.Kind, fmt.Sprintf("%.2f", o.PricedNs/1e6), fmt.Sprintf("%.2f", o.Ratio())
+		if o.Profiled {
+			kind += "*"
+		}
+		if o.Kind == engine.OpEmit {
+			priced, rt = "-", "-"
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%.2f\t%s\t%s\t\n", o.Query, o.Pipeline, o.Op, kind, o.Runs, o.InRows, o.MeasuredNs/1e6, priced, rt)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\n%d query runs priced by %s (* priced at its own scale; emits of partial states measured, not priced)\n", r.Runs, r.Profile)
+	for _, part := range []struct {
+		head string
+		rows []OpsTotal
+	}{{"query", r.Queries}, {"kind", r.Kinds}} {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintf(tw, "%s\toperators\tmeasured ms\tpriced ms\tmeasured/priced\temits ms\t\n", part.head)
+		for _, t := range part.rows {
+			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", t.Name, t.Operators, t.MeasuredNs/1e6, t.PricedNs/1e6, t.Ratio, t.EmitNs/1e6)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		fmt.Fprintln(w)
+	}
+	return nil
+}

@@ -1,0 +1,163 @@
+package engine
+
+import (
+	"encoding/csv"
+	"fmt"
+	"io"
+	"strconv"
+	"sync"
+	"time"
+
+	"gostachio/kernels/cpu"
+	"gostachio/plan"
+)
+
+// OpTimes collects the time of every operator the host runs in a query's
+// kernels, with its input and output sizes (QueryOptions.OpTimes): what
+// `gostachio query --op-times` writes and `gostachio validate-ops` prices
+// against a profile one operator at a time, to find where a model errs
+// inside a query rather than in its makespan. Safe for concurrent use;
+// the zero value is ready. Timing costs two clock reads an operator run.
+type OpTimes struct {
+	mu   sync.Mutex
+	run  int
+	rows []OpTime
+}
+
+// OpTime is one run of one operator over one batch (or, for a partial
+// aggregate's emit, over its device's state).
+type OpTime struct {
+	Query string
+	// Run is the query's place in its session (SetRun): q1,q1 gives 0, 1.
+	Run int
+	// Pipeline and Op index the plan (Plan.Pipelines[Pipeline].Ops[Op]).
+	Pipeline, Op int
+	// Kind is Op's plan.OpKind name, or OpEmit.
+	Kind   string
+	Device int
+	// In* are what entered the operator, Out* what left it (0 where
+	// nothing leaves: a fold into a state, a hash build).
+	InRows, InBytes, OutRows, OutBytes int64
+	Ns                                 int64
+}
+
+// OpEmit is the Kind of a partial aggregate's state turned into rows and
+// routed to its consumers (Op: the partial aggregate; In: its groups).
+const OpEmit = "emit"
+
+// SetRun stamps the operators timed from now on with run.
+func (o *OpTimes) SetRun(run int) {
+	o.mu.Lock()
+	o.run = run
+	o.mu.Unlock()
+}
+
+// Add records t, stamped with the current run.
+func (o *OpTimes) Add(t OpTime) {
+	o.mu.Lock()
+	t.Run = o.run
+	o.rows = append(o.rows, t)
+	o.mu.Unlock()
+}
+
+// Rows returns a copy of what was recorded, in order.
+func (o *OpTimes) Rows() []OpTime {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]OpTime(nil), o.rows...)
+}
+
+// opTimesHeader is the CSV's header, in OpTime's order.
+var opTimesHeader = []string{"query", "run", "pipeline", "op", "kind", "device", "in_rows", "in_bytes", "out_rows", "out_bytes", "ns"}
+
+// WriteCSV writes the recorded operators as CSV with a header.
+func (o *OpTimes) WriteCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	if err := cw.Write(opTimesHeader); err != nil {
+		return err
+	}
+	for _, t := range o.Rows() {
+		rec := []string{t.Query, strconv.Itoa(t.Run), strconv.Itoa(t.Pipeline), strconv.Itoa(t.Op), t.Kind, strconv.Itoa(t.Device)}
+		for _, v := range []int64{t.InRows, t.InBytes, t.OutRows, t.OutBytes, t.Ns} {
+			rec = append(rec, strconv.FormatInt(v, 10))
+		}
+		if err := cw.Write(rec); err != nil {
+			return err
+		}
+	}
+	cw.Flush()
+	return cw.Error()
+}
+
+// ReadOpTimes reads what WriteCSV wrote; an error names the line and
+// field at fault.
+func ReadOpTimes(r io.Reader) ([]OpTime, error) {
+	cr := csv.NewReader(r)
+	cr.FieldsPerRecord = len(opTimesHeader)
+	head, err := cr.Read()
+	if err != nil {
+		return nil, fmt.Errorf("operator times: header: %w", err)
+	}
+	for i, h := range opTimesHeader {
+		if head[i] != h {
+			return nil, fmt.Errorf("operator times: line 1: column %d is %q, want %q (not a file of query --op-times)", i+1, head[i], h)
+		}
+	}
+	var out []OpTime
+	for line := 2; ; line++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return out, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("operator times: %w", err)
+		}
+		var n [9]int64
+		for i, f := range append([]string{rec[1], rec[2], rec[3]}, rec[5:]...) {
+			v, err := strconv.ParseInt(f, 10, 64)
+			if err != nil || v < 0 && i != 2 {
+				return nil, fmt.Errorf("operator times: line %d: %q is not a count", line, f)
+			}
+			n[i] = v
+		}
+		if rec[4] != OpEmit {
+			if _, err := plan.ParseOpKind(rec[4]); err != nil {
+				return nil, fmt.Errorf("operator times: line %d: %w", line, err)
+			}
+		}
+		out = append(out, OpTime{Query: rec[0], Run: int(n[0]), Pipeline: int(n[1]), Op: int(n[2]), Kind: rec[4], Device: int(n[3]),
+			InRows: n[4], InBytes: n[5], OutRows: n[6], OutBytes: n[7], Ns: n[8]})
+	}
+}
+
+// opClock starts timing an operator: the zero time when nothing records.
+func (d *runData) opClock() time.Time {
+	if d.opTimes == nil {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// timeOp records op of pipeline p on dev, started at start (opClock),
+// over in, leaving out (nil: nothing leaves).
+func (d *runData) timeOp(p int32, op *plan.Op, kind string, dev int, in, out *cpu.Batch, start time.Time) {
+	if d.opTimes == nil {
+		return
+	}
+	ns := time.Since(start).Nanoseconds()
+	oi := -1
+	ops := d.plan.Pipelines[p].Ops
+	for i := range ops {
+		if &ops[i] == op {
+			oi = i
+		}
+	}
+	t := OpTime{Query: d.plan.Name, Pipeline: int(p), Op: oi, Kind: kind, Device: dev, Ns: ns}
+	if in != nil {
+		t.InRows, t.InBytes = int64(in.Rows), batchBytes(in)
+	}
+	if out != nil {
+		t.OutRows, t.OutBytes = int64(out.Rows), batchBytes(out)
+	}
+	d.opTimes.Add(t)
+}
