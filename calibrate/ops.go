@@ -9,11 +9,9 @@ import (
 	"text/tabwriter"
 
 	"gostachio/costmodel"
-	"gostachio/dataset"
 	"gostachio/engine"
 	"gostachio/plan"
 	"gostachio/sim"
-	"gostachio/tpch"
 	"gostachio/tpch/queries"
 )
 
@@ -129,16 +127,9 @@ func PriceOps(opts OpsOptions) (*OpsReport, error) {
 	if len(times) == 0 {
 		return nil, fmt.Errorf("calibrate: %s: no operator was timed after each query's first %d runs", opts.Times, opts.Warmup)
 	}
-	ds, err := dataset.Open(opts.Data)
+	_, tables, sf, err := openPlanStats(opts.Data)
 	if err != nil {
 		return nil, err
-	}
-	tables := tpch.PlanStats(ds)
-	sf := ds.Manifest.ScaleFactor
-	if !(sf > 0) {
-		if sf, err = plan.TPCHScaleFactor(tables); err != nil {
-			return nil, fmt.Errorf("calibrate: %s: %w", opts.Data, err)
-		}
 	}
 	slow := opts.CPUSlowdown
 	if slow == 0 {

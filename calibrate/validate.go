@@ -295,16 +295,9 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	case !opts.UseGPU && prof.Node.GPUs != runtime.GOMAXPROCS(0):
 		fmt.Fprintf(logw, "warning: profile %s has %d devices, the engine here runs %d worker groups\n", prof.Name, prof.Node.GPUs, runtime.GOMAXPROCS(0))
 	}
-	ds, err := dataset.Open(opts.Data)
+	ds, tables, sf, err := openPlanStats(opts.Data)
 	if err != nil {
 		return nil, err
-	}
-	tables := tpch.PlanStats(ds)
-	sf := ds.Manifest.ScaleFactor
-	if !(sf > 0) {
-		if sf, err = plan.TPCHScaleFactor(tables); err != nil {
-			return nil, fmt.Errorf("calibrate: %s: %w", opts.Data, err)
-		}
 	}
 	var cases []Case
 	for _, q := range names {
@@ -812,4 +805,21 @@ func drawScatter(results []experiments.Result, out string) ([]string, error) {
 		files = append(files, path)
 	}
 	return files, nil
+}
+
+// openPlanStats opens the dataset in dir and returns its plan statistics
+// and scale factor (the manifest's, else inferred from the tables).
+func openPlanStats(dir string) (*dataset.Dataset, []plan.TableStats, float64, error) {
+	ds, err := dataset.Open(dir)
+	if err != nil {
+		return nil, nil, 0, err
+	}
+	tables := tpch.PlanStats(ds)
+	sf := ds.Manifest.ScaleFactor
+	if !(sf > 0) {
+		if sf, err = plan.TPCHScaleFactor(tables); err != nil {
+			return nil, nil, 0, fmt.Errorf("calibrate: %s: %w", dir, err)
+		}
+	}
+	return ds, tables, sf, nil
 }

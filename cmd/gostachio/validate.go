@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -69,9 +68,7 @@ engine and sim rows to OUT/results.csv and draws OUT/sim-vs-engine.{png,svg}.`,
 				return err
 			}
 			if g.json {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				if jerr := enc.Encode(rep); err == nil {
+				if jerr := writeJSON(c.OutOrStdout(), rep); err == nil {
 					err = jerr
 				}
 				return err
@@ -124,9 +121,7 @@ between runs hours apart; validate's error is to be read against this floor.`,
 				return err
 			}
 			if g.json {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return writeJSON(c.OutOrStdout(), rep)
 			}
 			return rep.WriteText(c.OutOrStdout())
 		},
@@ -167,9 +162,7 @@ estimate's error. Partial states' emits are measured, not priced.`,
 				return err
 			}
 			if g.json {
-				enc := json.NewEncoder(c.OutOrStdout())
-				enc.SetIndent("", "  ")
-				return enc.Encode(rep)
+				return writeJSON(c.OutOrStdout(), rep)
 			}
 			return rep.WriteText(c.OutOrStdout())
 		},
