@@ -170,6 +170,6 @@ estimate's error. Partial states' emits are measured, not priced.`,
 	cmd.Flags().StringVar(&o.Profile, "profile", "", "profile pricing the operators (default: the shipped CPU-engine profile calibrated on a machine like this one, else devbox-calibrated)")
 	cmd.Flags().StringVar(&o.Data, "data", "", "the dataset the times were taken on")
 	cmd.Flags().Float64Var(&o.CPUSlowdown, "cpu-slowdown", 0, "multiply every price by this factor (validate's --rescale-cpu factor; 0: as profiled)")
-	cmd.Flags().IntVar(&o.Warmup, "warmup", 1, "drop each query's first runs (a process's first run of a query faults its memory in)")
+	cmd.Flags().IntVar(&o.Warmup, "warmup", 1, "drop each query's first runs (a process's first runs of a query fault its memory in: drop half of them)")
 	return cmd
 }
