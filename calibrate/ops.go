@@ -6,6 +6,7 @@ import (
 	"os"
 	"slices"
 	"sort"
+	"strings"
 	"text/tabwriter"
 
 	"gostachio/costmodel"
@@ -22,8 +23,9 @@ type OpsOptions struct {
 	Profile string
 	// Data is the dataset the times were taken on: the plans' statistics.
 	Data string
-	// Times is a CSV of `gostachio query --op-times`.
-	Times string
+	// Times are CSVs of `gostachio query --op-times`: one run's, or a
+	// cluster's, one a worker (their hash tables are their own).
+	Times []string
 	// CPUSlowdown multiplies every price (validate's --rescale-cpu
 	// factor; 0: 1).
 	CPUSlowdown float64
@@ -91,15 +93,24 @@ type opKey struct {
 }
 
 type tableKey struct {
-	query                 string
-	run, pipeline, device int
+	query                       string
+	node, run, pipeline, device int
+}
+
+// timed is an operator run of worker node's times (OpsOptions.Times),
+// from row row of file.
+type timed struct {
+	engine.OpTime
+	node int
+	file string
+	row  int
 }
 
 // PriceOps prices every operator run of opts.Times on the profile's host
 // with its measured input rows, bytes and output bytes, as the simulator
 // prices it inside a kernel (costmodel.Device.OpNs: its kind's cost, its
 // own scale where profiled; a probe's working set the table its device
-// built in that run, costmodel.WorkingSet), and sums both per plan
+// (and worker) built in that run, costmodel.WorkingSet), and sums both per plan
 // operator, per query and per kind. A ratio above 1 is an operator the
 // model under-prices inside the query; the cardinalities are the
 // measured ones, so what is left is the cost per row and byte.
@@ -111,21 +122,29 @@ func PriceOps(opts OpsOptions) (*OpsReport, error) {
 	if !prof.Node.KernelsOnHost {
 		return nil, fmt.Errorf("calibrate: validate-ops prices the CPU engine's operators: profile %s runs its kernels on a GPU", prof.Name)
 	}
-	f, err := os.Open(opts.Times)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: %w", err)
-	}
-	times, err := engine.ReadOpTimes(f)
-	f.Close()
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: %s: %w", opts.Times, err)
+	if len(opts.Times) == 0 {
+		return nil, fmt.Errorf("calibrate: validate-ops: no operator times to price")
 	}
 	if opts.Warmup < 0 {
 		return nil, fmt.Errorf("calibrate: validate-ops: --warmup %d: want 0 or more runs", opts.Warmup)
 	}
-	times = afterWarmup(times, opts.Warmup)
+	var times []timed
+	for node, path := range opts.Times {
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %w", err)
+		}
+		ts, err := engine.ReadOpTimes(f)
+		f.Close()
+		if err != nil {
+			return nil, fmt.Errorf("calibrate: %s: %w", path, err)
+		}
+		for i, t := range afterWarmup(ts, opts.Warmup) {
+			times = append(times, timed{t, node, path, i + 1})
+		}
+	}
 	if len(times) == 0 {
-		return nil, fmt.Errorf("calibrate: %s: no operator was timed after each query's first %d runs", opts.Times, opts.Warmup)
+		return nil, fmt.Errorf("calibrate: %s: no operator was timed after each query's first %d runs", strings.Join(opts.Times, ", "), opts.Warmup)
 	}
 	_, tables, sf, err := openPlanStats(opts.Data)
 	if err != nil {
@@ -138,16 +157,16 @@ func PriceOps(opts OpsOptions) (*OpsReport, error) {
 	plans := map[string]*plan.Plan{}
 	built := map[tableKey]float64{}
 	runs := map[[2]any]bool{}
-	for i, t := range times {
+	for _, t := range times {
 		p := plans[t.Query]
 		if p == nil {
 			if p, err = queries.Build(t.Query, sf, tables); err != nil {
-				return nil, fmt.Errorf("calibrate: %s: row %d: %w", opts.Times, i+1, err)
+				return nil, fmt.Errorf("calibrate: %s: row %d: %w", t.file, t.row, err)
 			}
 			plans[t.Query] = p
 		}
 		if t.Pipeline < 0 || t.Pipeline >= len(p.Pipelines) || t.Op < 0 || t.Op >= len(p.Pipelines[t.Pipeline].Ops) {
-			return nil, fmt.Errorf("calibrate: %s: row %d: %s has no pipeline %d op %d (times of another plan version?)", opts.Times, i+1, t.Query, t.Pipeline, t.Op)
+			return nil, fmt.Errorf("calibrate: %s: row %d: %s has no pipeline %d op %d (times of another plan version?)", t.file, t.row, t.Query, t.Pipeline, t.Op)
 		}
 		op := &p.Pipelines[t.Pipeline].Ops[t.Op]
 		want := op.Kind.String()
@@ -155,10 +174,10 @@ func PriceOps(opts OpsOptions) (*OpsReport, error) {
 			want = plan.OpAggPartial.String()
 		}
 		if op.Kind.String() != want || (t.Kind != engine.OpEmit && t.Kind != want) {
-			return nil, fmt.Errorf("calibrate: %s: row %d: %s pipeline %d op %d is a %s, the times say %s (times of another plan version?)", opts.Times, i+1, t.Query, t.Pipeline, t.Op, op.Kind, t.Kind)
+			return nil, fmt.Errorf("calibrate: %s: row %d: %s pipeline %d op %d is a %s, the times say %s (times of another plan version?)", t.file, t.row, t.Query, t.Pipeline, t.Op, op.Kind, t.Kind)
 		}
 		if op.Kind == plan.OpHashBuild {
-			built[tableKey{t.Query, t.Run, t.Pipeline, t.Device}] += float64(t.InRows)
+			built[tableKey{t.Query, t.node, t.Run, t.Pipeline, t.Device}] += float64(t.InRows)
 		}
 		runs[[2]any{t.Query, t.Run}] = true
 	}
@@ -185,7 +204,7 @@ func PriceOps(opts OpsOptions) (*OpsReport, error) {
 		}
 		table := func(build int) float64 {
 			bp := &p.Pipelines[build]
-			return costmodel.TableBytes(&bp.Ops[len(bp.Ops)-1], built[tableKey{t.Query, t.Run, build, t.Device}])
+			return costmodel.TableBytes(&bp.Ops[len(bp.Ops)-1], built[tableKey{t.Query, t.node, t.Run, build, t.Device}])
 		}
 		b, n := float64(t.InBytes), float64(t.InRows)
 		r.PricedNs += slow * prof.Host.OpNs(op, b, n, float64(t.OutBytes), costmodel.WorkingSet(op, b, n, table), op.Fingerprint())

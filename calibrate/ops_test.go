@@ -87,7 +87,7 @@ func TestPriceOps(t *testing.T) {
 	}
 	price := func(rows []engine.OpTime, warmup int) *OpsReport {
 		t.Helper()
-		rep, err := PriceOps(OpsOptions{Profile: "devbox-xeon", Data: dir, Times: writeTimes(t, rows), Warmup: warmup})
+		rep, err := PriceOps(OpsOptions{Profile: "devbox-xeon", Data: dir, Times: []string{writeTimes(t, rows)}, Warmup: warmup})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -115,6 +115,19 @@ func TestPriceOps(t *testing.T) {
 		if diff := c.got.PricedNs - want; diff > 1e-6*want || diff < -1e-6*want {
 			t.Errorf("probe on %s: priced %g ns, want %g", c.name, c.got.PricedNs, want)
 		}
+	}
+	// Two workers' files: device 0 of each built its own table; the probe
+	// on the second worker's device 0 sees the second's (small) one.
+	node0 := writeTimes(t, builds[:1])
+	small1 := builds[1]
+	small1.Device = 0
+	probe0 := probeRow(0)
+	rep, err := PriceOps(OpsOptions{Profile: "devbox-xeon", Data: dir, Times: []string{node0, writeTimes(t, []engine.OpTime{small1, probe0})}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := probed(rep); got.PricedNs != small.PricedNs {
+		t.Errorf("probe on the second worker priced %g ns, want %g (its own worker's table)", got.PricedNs, small.PricedNs)
 	}
 	if !(big.PricedNs > small.PricedNs) {
 		t.Errorf("probe of a table past the cache priced %g ns, of one in it %g: want more", big.PricedNs, small.PricedNs)
@@ -150,11 +163,11 @@ func TestPriceOps(t *testing.T) {
 	}
 
 	bad := []engine.OpTime{{Query: "q3", Run: 0, Pipeline: filter[0], Op: filter[1], Kind: "sort", InRows: 10, Ns: 1}}
-	_, err = PriceOps(OpsOptions{Profile: "devbox-xeon", Data: dir, Times: writeTimes(t, bad)})
+	_, err = PriceOps(OpsOptions{Profile: "devbox-xeon", Data: dir, Times: []string{writeTimes(t, bad)}})
 	if err == nil || !strings.Contains(err.Error(), "the times say sort") {
 		t.Errorf("times of a sort where the plan has a filter: error %v", err)
 	}
-	if _, err := PriceOps(OpsOptions{Profile: "devbox-xeon", Data: dir, Times: writeTimes(t, rows), Warmup: 5}); err == nil {
+	if _, err := PriceOps(OpsOptions{Profile: "devbox-xeon", Data: dir, Times: []string{writeTimes(t, rows)}, Warmup: 5}); err == nil {
 		t.Error("every run dropped as warm-up: no error")
 	}
 }

@@ -45,8 +45,12 @@ func addRunFlags(f *pflag.FlagSet, o *engine.RunOptions, worker bool) *runFlags 
 		f.IntVar(&rf.gpu, "gpu", -1, "run the scan pipelines on this CUDA device (scan, filter, project and partial aggregates: all of Q1 and Q6; with --gpu-hybrid every query; --devices defaults to 1, with --gpu-hybrid to one per core; -1: the CPU engine)")
 		f.StringVar(&rf.gpuMem, "gpu-mem", "", "device memory budget of --gpu (default: 90% of the free memory)")
 		f.BoolVar(&o.GPUHybrid, "gpu-hybrid", false, "with --gpu: run the scan pipelines the GPU path cannot run on the host instead of refusing the query (stderr says which ran where)")
-		f.StringVar(&o.OpTimes, "op-times", "", "write the time and the input and output sizes of every operator the host runs to this CSV (for validate-ops)")
 	}
+	opTimes := "write the time and the input and output sizes of every operator the host runs to this CSV (for validate-ops)"
+	if worker {
+		opTimes = "every worker writes the time and sizes of every operator its host runs to this CSV path, with -rankK before the extension (for validate-ops)"
+	}
+	f.StringVar(&o.OpTimes, "op-times", "", opTimes)
 	return rf
 }
 

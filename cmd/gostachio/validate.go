@@ -134,7 +134,7 @@ between runs hours apart; validate's error is to be read against this floor.`,
 func newValidateOpsCmd(g *globals) *cobra.Command {
 	var o calibrate.OpsOptions
 	cmd := &cobra.Command{
-		Use:   "validate-ops --data DIR [--profile P] [--warmup 1] TIMES.csv",
+		Use:   "validate-ops --data DIR [--profile P] [--warmup 1] TIMES.csv [TIMES-rank1.csv ...]",
 		Short: "Price every operator the engine timed (query --op-times) with a profile: where the model errs inside a query",
 		Long: `Reads the operator times of 'gostachio query --op-times' (every operator the
 host ran in every query: its input rows and bytes, output bytes and time) and
@@ -146,10 +146,11 @@ time and their ratio, then the totals per query and per operator kind. The
 cardinalities are the measured ones, so a ratio away from 1 is the cost per
 row and byte the model gives that operator inside the query (where reads,
 the other device's kernels and fresh memory share the machine), not an
-estimate's error. Partial states' emits are measured, not priced.`,
-		Args: cobra.ExactArgs(1),
+estimate's error. Partial states' emits are measured, not priced. Several
+files are a cluster's (worker --op-times: one a worker), priced together.`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			o.Times = args[0]
+			o.Times = args
 			if o.Data == "" {
 				return fmt.Errorf("validate-ops: --data is required (the dataset the times were taken on)")
 			}

@@ -33,14 +33,17 @@ import (
 	"io"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"gostachio/dataset"
 	"gostachio/engine"
 	"gostachio/engine/storage"
+	"gostachio/internal/atomicfile"
 	"gostachio/kernels/cpu"
 	"gostachio/plan"
 	"gostachio/scheduler"
@@ -68,6 +71,17 @@ type Job struct {
 	// Trace: every worker records its tasks and sends them to rank 0 at
 	// the end of each query (Options.OnTrace). [issue 9: traces]
 	Trace bool `json:"trace,omitempty"`
+	// OpTimes: every worker times the operators its host runs
+	// (engine.OpTimes) and writes them, at the end of the job, to this
+	// path with "-rankK" before its extension (RankPath).
+	OpTimes string `json:"op_times,omitempty"`
+}
+
+// RankPath is path with "-rankK" before its extension: where worker rank
+// writes a file of its own (Job.OpTimes).
+func RankPath(path string, rank int) string {
+	ext := filepath.Ext(path)
+	return fmt.Sprintf("%s-rank%d%s", strings.TrimSuffix(path, ext), rank, ext)
 }
 
 // Options configure one worker of a cluster run.
@@ -222,6 +236,8 @@ type session struct {
 	ds   *dataset.Dataset
 	rdr  *storage.Reader
 	job  Job
+	// opTimes records this worker's operators (Job.OpTimes).
+	opTimes *engine.OpTimes
 
 	// coordinator side (rank 0)
 	events chan event
@@ -515,7 +531,7 @@ func (s *session) work() error {
 		case "go":
 			err = s.runQuery(m.Q)
 		case "bye":
-			return nil
+			return s.saveOpTimes()
 		}
 		if err != nil {
 			if s.ctx.Err() != nil {
@@ -540,6 +556,9 @@ func (s *session) setup(m *message) error {
 		return fmt.Errorf("malformed job from rank 0")
 	}
 	s.job = *m.Job
+	if s.job.OpTimes != "" {
+		s.opTimes = &engine.OpTimes{}
+	}
 	ds, err := dataset.Open(s.job.Data)
 	if err != nil {
 		return err
@@ -556,6 +575,20 @@ func (s *session) setup(m *message) error {
 		addrs[i] = p.Data
 	}
 	return s.dp.connect(s.ctx, addrs, s.dial, time.Now().Add(s.o.JoinTimeout))
+}
+
+// saveOpTimes writes this worker's operator times (Job.OpTimes), if the
+// job asked for them.
+func (s *session) saveOpTimes() error {
+	if s.opTimes == nil {
+		return nil
+	}
+	path := RankPath(s.job.OpTimes, s.o.Rank)
+	if err := atomicfile.Write(path, s.opTimes.WriteCSV); err != nil {
+		return fmt.Errorf("cluster: worker %d: operator times: %w", s.o.Rank, err)
+	}
+	s.logf("operator times: %s (%d operator runs)", path, len(s.opTimes.Rows()))
+	return nil
 }
 
 func (s *session) queryOptions() engine.QueryOptions {
@@ -583,6 +616,9 @@ func trimNL(p []byte) []byte {
 // startQuery builds query q's plan and backend, so that data of q can
 // arrive, and tells rank 0 the plan's fingerprint.
 func (s *session) startQuery(q int, name string) error {
+	if s.opTimes != nil {
+		s.opTimes.SetRun(q - 1) // the query's place in the job, as query --op-times numbers it
+	}
 	p, err := engine.BuildQuery(s.ds, name)
 	if err != nil {
 		return err
@@ -594,7 +630,7 @@ func (s *session) startQuery(q int, name string) error {
 	origin := time.Now().UnixNano() // the backend's clock starts in NewBackend
 	b, err := engine.NewBackend(s.ds, p, engine.BackendOptions{Devices: s.job.Devices, Mem: s.job.Mem,
 		Buffered: s.job.Buffered, IO: s.job.IO, Reader: s.rdr, Log: s.queryOptions().Log, NoVerify: s.job.NoVerify,
-		Node: s.o.Rank, Nodes: s.o.World, Remote: remote{s, q}})
+		Node: s.o.Rank, Nodes: s.o.World, Remote: remote{s, q}, OpTimes: s.opTimes})
 	if err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 
 	"gostachio/dataset"
 	"gostachio/engine"
+	"gostachio/plan"
 	"gostachio/scheduler"
 	"gostachio/tpch"
 	"gostachio/tpch/queries"
@@ -389,5 +390,62 @@ func TestWorkerCPUReference(t *testing.T) {
 	o.ReferenceEvery = -1
 	if err := RunWorker(context.Background(), o, &out, &log); err == nil || !strings.Contains(err.Error(), "--cpu-reference-every -1") {
 		t.Errorf("negative --cpu-reference-every: err %v", err)
+	}
+}
+
+// With Job.OpTimes every worker writes the operators its host ran, in a
+// file of its own; between them the workers' customer filters saw every
+// stored customer row once.
+func TestClusterOpTimes(t *testing.T) {
+	dir := testData(t)
+	path := filepath.Join(t.TempDir(), "ops.csv")
+	job := Job{Data: dir, Queries: []string{"q3"}, Policy: "overlap", Devices: 1, Mem: 1 << 30, OpTimes: path}
+	tc := runCluster(t, 2, job, 20*time.Second, nil)
+	for r, err := range tc.errs {
+		if err != nil {
+			t.Fatalf("worker %d: %v", r, err)
+		}
+	}
+	ds, err := dataset.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := engine.BuildQuery(ds, "q3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	customer, err := ds.Table("customer")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var customerRows int64
+	for r := range 2 {
+		f, err := os.Open(RankPath(path, r))
+		if err != nil {
+			t.Fatalf("worker %d wrote no operator times: %v", r, err)
+		}
+		rows, err := engine.ReadOpTimes(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(rows) == 0 {
+			t.Fatalf("worker %d timed no operator", r)
+		}
+		for _, o := range rows {
+			if o.Query != "q3" || o.Run != 0 {
+				t.Fatalf("worker %d: row %+v, want q3's first run", r, o)
+			}
+			pl := &p.Pipelines[o.Pipeline]
+			if pl.Ops[o.Op].Kind == plan.OpFilter && pl.Source.Kind == plan.SourceScan && p.Tables[pl.Source.Table].Name == "customer" {
+				customerRows += o.InRows
+			}
+		}
+	}
+	if customerRows != customer.Rows {
+		t.Errorf("the workers' customer filters saw %d rows, the table has %d", customerRows, customer.Rows)
+	}
+	if got := RankPath("out/ops.csv", 3); got != "out/ops-rank3.csv" {
+		t.Errorf("RankPath: %s", got)
 	}
 }
