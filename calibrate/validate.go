@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"gostachio/costmodel"
 	"gostachio/dataset"
 	"gostachio/engine"
 	"gostachio/engine/gpu"
@@ -65,6 +66,11 @@ type ValidateOptions struct {
 	// calibration (Report.CPU), for a machine whose speed drifts. It needs
 	// a profile with host.reference.
 	RescaleCPU bool
+	// RescaleDisk scales the simulator's disk bandwidth by the disk
+	// reference's throughput beside the engine's runs over what the
+	// profile's storage model gives it (Report.Disk, diskref.go): the
+	// disk's speed drift since calibration.
+	RescaleDisk bool
 	// Compare lists more profiles priced against the same engine runs
 	// (their summaries in Report.Compared): two models compared on one set
 	// of measurements, where validations run apart differ by the
@@ -138,6 +144,8 @@ type Report struct {
 	// CPU compares the CPU reference's time beside the engine's runs with
 	// the profile's (nil when the profile has none).
 	CPU *CPUCheck `json:",omitempty"`
+	// Disk is the disk reference beside the engine (--rescale-disk).
+	Disk *DiskCheck `json:",omitempty"`
 	// Figure lists the figure files written (Out).
 	Figure []string
 	// Compared summarizes ValidateOptions.Compare's profiles against the
@@ -368,9 +376,17 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	// (reference.go), and the mean of a few samples estimates the share
 	// of slow time poorly (18 samples: ±11% here).
 	var refs []int64
+	var diskBytes int64
+	var diskTime time.Duration
+	diskReads := 0
+	var refErr error
 	reference := func() {
 		if prof.Host.Reference > 0 {
 			refs = append(refs, cpuref.Ns())
+		}
+		if opts.RescaleDisk && refErr == nil {
+			b, d, err := diskReference(ctx, reader, ds, &prof.NVMe)
+			diskBytes, diskTime, diskReads, refErr = diskBytes+b, diskTime+d, diskReads+1, err
 		}
 	}
 	reference()
@@ -393,38 +409,61 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 		fmt.Fprintf(logw, "round %d %s %s %s: engine %.3f s\n", run.Round+1, c.Query, c.Policy, c.Set, res.Wall.Seconds())
 	}
 	reference()
+	if refErr != nil {
+		return nil, refErr
+	}
+	diskBps := 0.0
+	if diskTime > 0 {
+		diskBps = float64(diskBytes) / diskTime.Seconds()
+	}
 	rep := summarize(prof.Name, names, cases)
 	// rescale re-prices cases with p's CPU prices scaled by the CPU
 	// reference beside the engine over p's (--rescale-cpu).
-	rescale := func(p *sim.Profile, cases []Case) (*CPUCheck, error) {
-		cpu := cpuCheck(int64(p.Host.Reference), refs)
-		if !opts.RescaleCPU {
-			return cpu, nil
+	// and its disk bandwidth by the disk reference's ratio to its model
+	// (--rescale-disk).
+	rescale := func(p *sim.Profile, cases []Case) (*CPUCheck, *DiskCheck, error) {
+		var cpu *CPUCheck
+		if len(refs) > 0 {
+			cpu = cpuCheck(int64(p.Host.Reference), refs)
 		}
-		unscaled := summarize(p.Name, names, cases)
-		cpu.Rescaled, cpu.UnscaledMedianAbs, cpu.UnscaledMeanErr = true, unscaled.MedianAbs, unscaled.MeanErr
+		var disk *DiskCheck
+		if diskReads > 0 {
+			model := diskModelBps(&p.NVMe)
+			disk = &DiskCheck{ModelBps: model, MeasuredBps: diskBps, N: diskReads, Ratio: diskBps / model, Rescaled: true}
+		}
+		scaleCPU := opts.RescaleCPU && cpu != nil
+		if !scaleCPU && disk == nil {
+			return cpu, disk, nil
+		}
 		scaled := *p
-		scaled.Host = p.Host.Slowed(cpu.Ratio)
-		if !opts.UseGPU {
-			scaled.GPU = p.GPU.Slowed(cpu.Ratio) // a CPU profile's "GPU" is the host too
+		if scaleCPU {
+			unscaled := summarize(p.Name, names, cases)
+			cpu.Rescaled, cpu.UnscaledMedianAbs, cpu.UnscaledMeanErr = true, unscaled.MedianAbs, unscaled.MeanErr
+			scaled.Host = p.Host.Slowed(cpu.Ratio)
+			if !opts.UseGPU {
+				scaled.GPU = p.GPU.Slowed(cpu.Ratio) // a CPU profile's "GPU" is the host too
+			}
 		}
-		return cpu, simulateCases(ctx, cases, &scaled, sf, tables, opts.UseGPU && opts.GPUHybrid)
+		if disk != nil {
+			scaled.NVMe.Bandwidth = costmodel.Rate(float64(p.NVMe.Bandwidth) * disk.Ratio)
+		}
+		return cpu, disk, simulateCases(ctx, cases, &scaled, sf, tables, opts.UseGPU && opts.GPUHybrid)
 	}
-	if len(refs) > 0 {
-		cpu, err := rescale(prof, cases)
+	if len(refs) > 0 || diskReads > 0 {
+		cpu, disk, err := rescale(prof, cases)
 		if err != nil {
 			return nil, err
 		}
 		rep = summarize(prof.Name, names, cases)
-		rep.CPU = cpu
+		rep.CPU, rep.Disk = cpu, disk
 	}
 	for i, p := range others {
 		oc := otherCases[i]
 		for k := range oc {
 			oc[k].EngineRounds = cases[k].EngineRounds
 		}
-		if len(refs) > 0 {
-			if _, err := rescale(p, oc); err != nil {
+		if len(refs) > 0 || diskReads > 0 {
+			if _, _, err := rescale(p, oc); err != nil {
 				return nil, err
 			}
 		}
@@ -696,6 +735,10 @@ func (r *Report) WriteText(w io.Writer) error {
 		} else {
 			fmt.Fprintf(&b, " (not applied; --rescale-cpu applies it)\n")
 		}
+	}
+	if d := r.Disk; d != nil {
+		fmt.Fprintf(&b, "disk reference: %.3f GB/s beside the engine (%d reads of %d MiB), %.3f GB/s in the profile's model: ×%.3f; the simulator's disk bandwidth is scaled by it\n",
+			d.MeasuredBps/1e9, d.N, diskRefBytes>>20, d.ModelBps/1e9, d.Ratio)
 	}
 	if r.NoiseFloor == nil {
 		fmt.Fprintf(&b, "engine noise floor: unknown (run 3+ rounds)\n")

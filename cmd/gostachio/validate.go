@@ -91,6 +91,7 @@ engine and sim rows to OUT/results.csv and draws OUT/sim-vs-engine.{png,svg}.`,
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the engine runs' order")
 	f.StringVar(&o.Order, "order", calibrate.OrderRandom, "engine runs: random (each round all cases in a new random order) or grouped (each case's warm-ups and rounds back to back: its steady state; the noise floor then omits the machine's drift between cases)")
 	f.StringVar(&o.Out, "out", "", "folder for results.csv and the sim-vs-engine figure")
+	f.BoolVar(&o.RescaleDisk, "rescale-disk", false, "scale the simulator's disk bandwidth by a reference read's throughput beside the engine over the profile's model of it (the disk's speed drift)")
 	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "scale the simulator's CPU prices by the CPU reference's time beside the engine over its time at calibration (the machine's speed drift; needs a profile with host.reference)")
 	f.StringVar(&compare, "compare", "", "more profiles (comma-separated) priced against the same engine runs: a model A/B on one set of measurements")
 	f.IntVar(&o.GPUOrdinal, "gpu", 0, "run the engine's GPU backend on this CUDA device (as query --gpu), against a profile from calibrate --micro --gpu")
