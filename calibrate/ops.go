@@ -48,16 +48,30 @@ type OpRow struct {
 	Kind  string `json:"kind"`
 	Label string `json:"label"`
 	// Profiled: priced at its own scale of its kind (host.profiled).
-	Profiled   bool    `json:"profiled"`
-	Runs       int     `json:"runs"`
-	InRows     int64   `json:"in_rows"`
-	InBytes    int64   `json:"in_bytes"`
+	Profiled bool  `json:"profiled"`
+	Runs     int   `json:"runs"`
+	InRows   int64 `json:"in_rows"`
+	InBytes  int64 `json:"in_bytes"`
+	// MeasuredNs is the wall time; CPUNs the CPU time of the operator's
+	// thread (engine.OpTime), -1 where a run did not record it.
 	MeasuredNs float64 `json:"measured_ns"`
+	CPUNs      float64 `json:"cpu_ns"`
 	PricedNs   float64 `json:"priced_ns"`
 }
 
-// Ratio is measured over priced time (0 when nothing is priced).
+// Ratio is measured (wall) over priced time (0 when nothing is priced).
 func (r OpRow) Ratio() float64 { return ratio(r.MeasuredNs, r.PricedNs) }
+
+// CPURatio is the CPU time over the priced time (0 when nothing is priced
+// or a run has no CPU time).
+func (r OpRow) CPURatio() float64 { return cpuRatio(r.CPUNs, r.PricedNs) }
+
+func cpuRatio(cpu, priced float64) float64 {
+	if cpu < 0 {
+		return 0
+	}
+	return ratio(cpu, priced)
+}
 
 func ratio(a, b float64) float64 {
 	if b <= 0 {
@@ -71,8 +85,13 @@ type OpsTotal struct {
 	Name       string  `json:"name"`
 	Operators  int     `json:"operators"`
 	MeasuredNs float64 `json:"measured_ns"`
-	PricedNs   float64 `json:"priced_ns"`
-	Ratio      float64 `json:"ratio"`
+	// CPUNs is -1 where a run did not record its CPU time.
+	CPUNs    float64 `json:"cpu_ns"`
+	PricedNs float64 `json:"priced_ns"`
+	// Ratio is MeasuredNs over PricedNs; CPURatio CPUNs over PricedNs
+	// (0: not recorded).
+	Ratio    float64 `json:"ratio"`
+	CPURatio float64 `json:"cpu_ratio"`
 	// EmitNs is the measured time of partial states' emits (unpriced).
 	EmitNs float64 `json:"emit_ns,omitempty"`
 }
@@ -199,6 +218,7 @@ func PriceOps(opts OpsOptions) (*OpsReport, error) {
 		r.InRows += t.InRows
 		r.InBytes += t.InBytes
 		r.MeasuredNs += float64(t.Ns)
+		r.CPUNs = addCPU(r.CPUNs, t.CPUNs)
 		if t.Kind == engine.OpEmit {
 			continue
 		}
@@ -235,6 +255,7 @@ func PriceOps(opts OpsOptions) (*OpsReport, error) {
 			q.EmitNs += r.MeasuredNs
 			continue
 		}
+
 		kd := perKind[r.Kind]
 		if kd == nil {
 			kd = &OpsTotal{Name: r.Kind}
@@ -244,21 +265,31 @@ func PriceOps(opts OpsOptions) (*OpsReport, error) {
 		for _, t := range []*OpsTotal{q, kd} {
 			t.Operators++
 			t.MeasuredNs += r.MeasuredNs
+			t.CPUNs = addCPU(t.CPUNs, int64(r.CPUNs))
 			t.PricedNs += r.PricedNs
 		}
 	}
 	sort.Strings(ks)
 	for _, q := range qs {
 		t := perQuery[q]
-		t.Ratio = ratio(t.MeasuredNs, t.PricedNs)
+		t.Ratio, t.CPURatio = ratio(t.MeasuredNs, t.PricedNs), cpuRatio(t.CPUNs, t.PricedNs)
 		rep.Queries = append(rep.Queries, *t)
 	}
 	for _, k := range ks {
 		t := perKind[k]
-		t.Ratio = ratio(t.MeasuredNs, t.PricedNs)
+		t.Ratio, t.CPURatio = ratio(t.MeasuredNs, t.PricedNs), cpuRatio(t.CPUNs, t.PricedNs)
 		rep.Kinds = append(rep.Kinds, *t)
 	}
 	return rep, nil
+}
+
+// addCPU adds a run's CPU time to a sum; -1 (not recorded) in either
+// makes the sum -1.
+func addCPU(sum float64, run int64) float64 {
+	if sum < 0 || run < 0 {
+		return -1
+	}
+	return sum + float64(run)
 }
 
 // afterWarmup drops the times of each query's first warmup runs.
@@ -299,32 +330,36 @@ func queryLess(a, b string) bool {
 }
 
 // WriteText prints the report: per query its operators (profiled ones
-// marked *), then the totals per query and per kind.
+// marked *), then the totals per query and per kind; "-" where nothing is
+// priced or no CPU time was recorded.
 func (r *OpsReport) WriteText(w io.Writer) error {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "query\tpipe\top\tkind\truns\tin rows\tmeasured ms\tpriced ms\tmeasured/priced\t\n")
+	fmt.Fprintf(tw, "query\tpipe\top\tkind\truns\tin rows\twall ms\tcpu ms\tpriced ms\twall/priced\tcpu/priced\t\n")
 	for _, o := range r.Rows {
-		kind, priced, rt := o.Kind, fmt.Sprintf("%.2f", o.PricedNs/1e6), fmt.Sprintf("%.2f", o.Ratio())
+		kind := o.Kind
 		if o.Profiled {
 			kind += "*"
 		}
+		priced, rt, crt := fmt.Sprintf("%.2f", o.PricedNs/1e6), orDash(o.Ratio(), "%.2f"), orDash(o.CPURatio(), "%.2f")
 		if o.Kind == engine.OpEmit {
-			priced, rt = "-", "-"
+			priced, rt, crt = "-", "-", "-"
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%.2f\t%s\t%s\t\n", o.Query, o.Pipeline, o.Op, kind, o.Runs, o.InRows, o.MeasuredNs/1e6, priced, rt)
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%d\t%d\t%.2f\t%s\t%s\t%s\t%s\t\n", o.Query, o.Pipeline, o.Op, kind, o.Runs, o.InRows,
+			o.MeasuredNs/1e6, cpuMs(o.CPUNs), priced, rt, crt)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%d query runs priced by %s (* priced at its own scale; emits of partial states measured, not priced)\n", r.Runs, r.Profile)
+	fmt.Fprintf(w, "\n%d query runs priced by %s (* priced at its own scale; emits of partial states measured, not priced; wall: the operator's time, waits for a core included; cpu: its thread's CPU time)\n", r.Runs, r.Profile)
 	for _, part := range []struct {
 		head string
 		rows []OpsTotal
 	}{{"query", r.Queries}, {"kind", r.Kinds}} {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "%s\toperators\tmeasured ms\tpriced ms\tmeasured/priced\temits ms\t\n", part.head)
+		fmt.Fprintf(tw, "%s\toperators\twall ms\tcpu ms\tpriced ms\twall/priced\tcpu/priced\temits ms\t\n", part.head)
 		for _, t := range part.rows {
-			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%.2f\t%.2f\t%.2f\t\n", t.Name, t.Operators, t.MeasuredNs/1e6, t.PricedNs/1e6, t.Ratio, t.EmitNs/1e6)
+			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%.2f\t%s\t%s\t%.2f\t\n", t.Name, t.Operators, t.MeasuredNs/1e6, cpuMs(t.CPUNs),
+				t.PricedNs/1e6, orDash(t.Ratio, "%.2f"), orDash(t.CPURatio, "%.2f"), t.EmitNs/1e6)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -332,4 +367,21 @@ func (r *OpsReport) WriteText(w io.Writer) error {
 		fmt.Fprintln(w)
 	}
 	return nil
+}
+
+// cpuMs is a CPU time in ms, or "-" where it was not recorded.
+func cpuMs(ns float64) string {
+	if ns < 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", ns/1e6)
+}
+
+// orDash formats v, or "-" where it is not positive (not priced, not
+// recorded).
+func orDash(v float64, format string) string {
+	if !(v > 0) {
+		return "-"
+	}
+	return fmt.Sprintf(format, v)
 }

@@ -134,8 +134,8 @@ func TestPriceOps(t *testing.T) {
 	}
 
 	rows := []engine.OpTime{
-		{Query: "q3", Run: 0, Pipeline: filter[0], Op: filter[1], Kind: "filter", InRows: 1000, InBytes: 8000, OutRows: 100, OutBytes: 800, Ns: 9e6},
-		{Query: "q3", Run: 1, Pipeline: filter[0], Op: filter[1], Kind: "filter", InRows: 1000, InBytes: 8000, OutRows: 100, OutBytes: 800, Ns: 1e4},
+		{Query: "q3", Run: 0, Pipeline: filter[0], Op: filter[1], Kind: "filter", InRows: 1000, InBytes: 8000, OutRows: 100, OutBytes: 800, Ns: 9e6, CPUNs: 8e6},
+		{Query: "q3", Run: 1, Pipeline: filter[0], Op: filter[1], Kind: "filter", InRows: 1000, InBytes: 8000, OutRows: 100, OutBytes: 800, Ns: 1e4, CPUNs: 7e3},
 		{Query: "q3", Run: 1, Pipeline: partial[0], Op: partial[1], Kind: engine.OpEmit, InRows: 50, InBytes: 800, Ns: 3e3},
 	}
 	for _, warmup := range []int{0, 1} {
@@ -152,6 +152,9 @@ func TestPriceOps(t *testing.T) {
 		if f.Runs != 2-warmup {
 			t.Errorf("warmup %d: the filter counts %d runs, want %d", warmup, f.Runs, 2-warmup)
 		}
+		if want := []float64{8e6 + 7e3, 7e3}[warmup]; f.CPUNs != want || f.CPURatio() != f.CPUNs/f.PricedNs {
+			t.Errorf("warmup %d: the filter's CPU %g ns (ratio %g), want %g (over %g priced)", warmup, f.CPUNs, f.CPURatio(), want, f.PricedNs)
+		}
 		if e.Runs != 1 || e.PricedNs != 0 || e.MeasuredNs != 3e3 {
 			t.Errorf("warmup %d: emit %+v: want 1 run, 3 µs measured, unpriced", warmup, e)
 		}
@@ -160,6 +163,29 @@ func TestPriceOps(t *testing.T) {
 				t.Errorf("warmup %d: emits in the kinds' totals", warmup)
 			}
 		}
+	}
+
+	// A run without its CPU time leaves the operator's and its kind's
+	// CPU unknown, not short.
+	noCPU := append([]engine.OpTime(nil), rows...)
+	noCPU[0].CPUNs = -1
+	rep = price(noCPU, 0)
+	for _, r := range rep.Rows {
+		if r.Kind == "filter" && (r.CPUNs != -1 || r.CPURatio() != 0) {
+			t.Errorf("a run without CPU time: the filter's CPU %g (ratio %g), want -1 (0)", r.CPUNs, r.CPURatio())
+		}
+	}
+	for _, k := range rep.Kinds {
+		if k.Name == "filter" && (k.CPUNs != -1 || k.CPURatio != 0) {
+			t.Errorf("a run without CPU time: the filters' total CPU %g (ratio %g), want -1 (0)", k.CPUNs, k.CPURatio)
+		}
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "cpu/priced") {
+		t.Errorf("text without the CPU columns:\n%s", text.String())
 	}
 
 	bad := []engine.OpTime{{Query: "q3", Run: 0, Pipeline: filter[0], Op: filter[1], Kind: "sort", InRows: 10, Ns: 1}}

@@ -131,6 +131,7 @@ func (d *runData) runUnit(p int32, dev int, ops []plan.Op, ins []*cpu.Batch) (*c
 			start := d.opClock()
 			g, err := d.fold(p, &rest[0], dev, b)
 			if err != nil {
+				start.stop()
 				return nil, nil, 0, fmt.Errorf("%s %q: %w", rest[0].Kind, rest[0].Label, err)
 			}
 			d.timeOp(p, &rest[0], rest[0].Kind.String(), dev, b, nil, start)
@@ -213,6 +214,7 @@ func (d *runData) runOps(p int32, dev int, ops []plan.Op, in *cpu.Batch) (out *c
 			if err == nil && b != nil {
 				d.timeOp(p, op, op.Kind.String(), dev, b, nil, start)
 			}
+			start.stop()
 			return nil, nil, groups, err
 		case plan.OpAggFinal:
 			a := cpu.NewAggregator(op.Keys, op.Expr.(plan.Aggs), true)
@@ -233,16 +235,19 @@ func (d *runData) runOps(p int32, dev int, ops []plan.Op, in *cpu.Batch) (out *c
 			if err == nil && b != nil {
 				d.timeOp(p, op, op.Kind.String(), dev, b, b, start)
 			}
+			start.stop()
 			return b, parts, 0, err
 		default:
 			err = fmt.Errorf("operator %s not supported by the CPU engine", op.Kind)
 		}
 		if err != nil {
+			start.stop()
 			return nil, nil, 0, fmt.Errorf("%s %q: %w", op.Kind, op.Label, err)
 		}
 		if opIn != nil && op.Kind != plan.OpScan && op.Kind != plan.OpHashBuild && op.Kind != plan.OpResult {
 			d.timeOp(p, op, op.Kind.String(), dev, opIn, b, start)
 		}
+		start.stop()
 	}
 	return b, nil, 0, nil
 }
@@ -300,12 +305,15 @@ func (d *runData) materialize(p int32, dev int) (rows, bytes int64, err error) {
 	start := d.opClock()
 	b, err := st.Emit(false)
 	if err != nil {
+		start.stop()
 		return 0, 0, fmt.Errorf("engine: %s pipeline %d: %w", d.plan.Name, p, err)
 	}
 	if _, err = d.route(p, dev, b); err != nil {
+		start.stop()
 		return 0, 0, err
 	}
 	d.timeOp(p, pd.partial, OpEmit, dev, b, nil, start)
+	start.stop()
 	if b == nil {
 		return 0, 0, nil
 	}
@@ -423,6 +431,7 @@ func (d *runData) buildTable(p int32, dev int) error {
 			pd.tables[dev] = ht
 			pd.mu.Unlock()
 		} else {
+			start.stop()
 			err = fmt.Errorf("hash build: %w", err)
 		}
 	}

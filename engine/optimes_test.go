@@ -3,8 +3,11 @@ package engine
 import (
 	"bytes"
 	"context"
+	"runtime"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"gostachio/plan"
 )
@@ -55,6 +58,9 @@ func TestOpTimes(t *testing.T) {
 		if o.Ns <= 0 && o.InRows > 0 {
 			t.Errorf("row %+v: no time", o)
 		}
+		if o.CPUNs < 0 {
+			t.Errorf("row %+v: no CPU time", o)
+		}
 		if op.Kind == plan.OpFilter && o.OutRows > o.InRows {
 			t.Errorf("row %+v: a filter kept more rows than it saw", o)
 		}
@@ -98,15 +104,62 @@ func TestOpTimes(t *testing.T) {
 func TestReadOpTimesBadInput(t *testing.T) {
 	head := strings.Join(opTimesHeader, ",") + "\n"
 	for _, c := range []struct{ in, want string }{
-		{"query,run\n", "header"},
-		{strings.Replace(head, "ns", "ms", 1), `column 11 is "ms"`},
-		{head + "q1,0,0,1,filter,0,10,100,5,50,1000\nq1,0,0,1,filter,0,ten,100,5,50,1000\n", "line 3"},
-		{head + "q1,0,0,1,filtre,0,10,100,5,50,1000\n", "line 2"},
-		{head + "q1,0,0,1,filter,-1,10,100,5,50,1000\n", `"-1" is not a count`},
+		{"query,run\n", "line 1: 2 columns"},
+		{strings.Replace(head, ",ns,", ",ms,", 1), `column 11 is "ms"`},
+		{head + "q1,0,0,1,filter,0,10,100,5,50,1000,900\nq1,0,0,1,filter,0,ten,100,5,50,1000,900\n", "line 3"},
+		{head + "q1,0,0,1,filtre,0,10,100,5,50,1000,900\n", "line 2"},
+		{head + "q1,0,0,1,filter,-1,10,100,5,50,1000,900\n", `"-1" is not a count`},
+		{head + "q1,0,0,1,filter,0,10,100,5,50,1000,-2\n", `"-2" is not a count`},
+		{head + "q1,0,0,1,filter,0,10,100,5,50,1000\n", "line 2: 11 fields, want 12"},
+		{"query,run,pipeline,op,kind,device,in_rows\n", "line 1: 7 columns"},
 	} {
 		_, err := ReadOpTimes(strings.NewReader(c.in))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want one naming %q", c.in, err, c.want)
 		}
+	}
+}
+
+// A file written before the cpu_ns column reads with CPUNs -1.
+func TestReadOpTimesWithoutCPU(t *testing.T) {
+	in := strings.Join(opTimesHeader[:len(opTimesHeader)-1], ",") + "\nq1,2,0,1,filter,1,10,100,5,50,1000\n"
+	got, err := ReadOpTimes(strings.NewReader(in))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := OpTime{Query: "q1", Run: 2, Pipeline: 0, Op: 1, Kind: "filter", Device: 1, InRows: 10, InBytes: 100, OutRows: 5, OutBytes: 50, Ns: 1000, CPUNs: -1}
+	if len(got) != 1 || got[0] != want {
+		t.Fatalf("read %+v, want %+v", got, want)
+	}
+}
+
+// An operator's CPU time is its thread's alone: a timed operator that
+// waits 50 ms while another goroutine spins is charged its wall time but
+// next to no CPU. With one P, the spinning goroutine would run on the
+// waiting operator's thread if the clock did not lock it.
+func TestOpClockCountsOnlyItsThread(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	var ot OpTimes
+	d := &runData{opTimes: &ot, plan: &plan.Plan{Name: "q0", Pipelines: []plan.Pipeline{{Ops: []plan.Op{{Kind: plan.OpFilter}}}}}}
+	var stop atomic.Bool
+	spun := make(chan struct{})
+	go func() {
+		defer close(spun)
+		for !stop.Load() {
+			runtime.Gosched()
+		}
+	}()
+	c := d.opClock()
+	time.Sleep(50 * time.Millisecond)
+	d.timeOp(0, &d.plan.Pipelines[0].Ops[0], "filter", 0, nil, nil, c)
+	stop.Store(true)
+	<-spun
+	c.stop() // after timeOp: does nothing
+	rows := ot.Rows()
+	if len(rows) != 1 {
+		t.Fatalf("recorded %d rows, want 1", len(rows))
+	}
+	if r := rows[0]; r.Ns < 50e6 || r.CPUNs < 0 || r.CPUNs > 20e6 {
+		t.Fatalf("wall %v, CPU %v: want at least 50ms of wall time and under 20ms of CPU", time.Duration(r.Ns), time.Duration(r.CPUNs))
 	}
 }

@@ -142,8 +142,10 @@ host ran in every query: its input rows and bytes, output bytes and time) and
 prices each run of each operator with the profile as the simulator prices it
 inside a kernel, at the measured sizes: its kind's cost, its own scale where
 the calibration measured it (marked *), a probe's working set the table its
-device built in that run. It prints per plan operator the measured and priced
-time and their ratio, then the totals per query and per operator kind. The
+device built in that run. It prints per plan operator its wall time (waits
+for a core included), its thread's CPU time (files written before the cpu_ns
+column: "-"), the priced time and both ratios, then the totals per query and
+per operator kind. The
 cardinalities are the measured ones, so a ratio away from 1 is the cost per
 row and byte the model gives that operator inside the query (where reads,
 the other device's kernels and fresh memory share the machine), not an
