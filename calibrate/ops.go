@@ -92,8 +92,15 @@ type OpsTotal struct {
 	// (0: not recorded).
 	Ratio    float64 `json:"ratio"`
 	CPURatio float64 `json:"cpu_ratio"`
-	// EmitNs is the measured time of partial states' emits (unpriced).
-	EmitNs float64 `json:"emit_ns,omitempty"`
+	// EmitNs is the measured time of partial states' emits (unpriced);
+	// EmitCPUNs their CPU time (-1: not recorded).
+	EmitNs    float64 `json:"emit_ns,omitempty"`
+	EmitCPUNs float64 `json:"emit_cpu_ns,omitempty"`
+	// ProcessCPUNs, per query, is the CPU time its processes used over
+	// the kept runs (every worker's, in a cluster; engine.OpQuery): the
+	// operators' and what ran beside them. -1: not recorded (a file of a
+	// binary from before it was).
+	ProcessCPUNs float64 `json:"process_cpu_ns,omitempty"`
 }
 
 // OpsReport is PriceOps' result.
@@ -148,6 +155,7 @@ func PriceOps(opts OpsOptions) (*OpsReport, error) {
 		return nil, fmt.Errorf("calibrate: validate-ops: --warmup %d: want 0 or more runs", opts.Warmup)
 	}
 	var times []timed
+	var whole []engine.OpTime // the OpQuery rows
 	for node, path := range opts.Times {
 		f, err := os.Open(path)
 		if err != nil {
@@ -159,6 +167,10 @@ func PriceOps(opts OpsOptions) (*OpsReport, error) {
 			return nil, fmt.Errorf("calibrate: %s: %w", path, err)
 		}
 		for i, t := range afterWarmup(ts, opts.Warmup) {
+			if t.Kind == engine.OpQuery {
+				whole = append(whole, t)
+				continue
+			}
 			times = append(times, timed{t, node, path, i + 1})
 		}
 	}
@@ -253,6 +265,7 @@ func PriceOps(opts OpsOptions) (*OpsReport, error) {
 		}
 		if r.Kind == engine.OpEmit {
 			q.EmitNs += r.MeasuredNs
+			q.EmitCPUNs = addCPU(q.EmitCPUNs, int64(r.CPUNs))
 			continue
 		}
 
@@ -270,8 +283,16 @@ func PriceOps(opts OpsOptions) (*OpsReport, error) {
 		}
 	}
 	sort.Strings(ks)
+	process := map[string]float64{}
+	for _, t := range whole {
+		process[t.Query] = addCPU(process[t.Query], t.CPUNs)
+	}
 	for _, q := range qs {
 		t := perQuery[q]
+		t.ProcessCPUNs = -1
+		if cpu, ok := process[q]; ok {
+			t.ProcessCPUNs = cpu
+		}
 		t.Ratio, t.CPURatio = ratio(t.MeasuredNs, t.PricedNs), cpuRatio(t.CPUNs, t.PricedNs)
 		rep.Queries = append(rep.Queries, *t)
 	}
@@ -281,6 +302,17 @@ func PriceOps(opts OpsOptions) (*OpsReport, error) {
 		rep.Kinds = append(rep.Kinds, *t)
 	}
 	return rep, nil
+}
+
+// OutsideOpsNs is the CPU time of a query's processes outside its timed
+// operators and emits: reads, decoding, exchange, the network stack,
+// page faults, the collector, the scheduler (-1 where any part was not
+// recorded).
+func (t OpsTotal) OutsideOpsNs() float64 {
+	if t.ProcessCPUNs < 0 || t.CPUNs < 0 || t.EmitCPUNs < 0 {
+		return -1
+	}
+	return t.ProcessCPUNs - t.CPUNs - t.EmitCPUNs
 }
 
 // addCPU adds a run's CPU time to a sum; -1 (not recorded) in either
@@ -350,16 +382,25 @@ func (r *OpsReport) WriteText(w io.Writer) error {
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	fmt.Fprintf(w, "\n%d query runs priced by %s (* priced at its own scale; emits of partial states measured, not priced; wall: the operator's time, waits for a core included; cpu: its thread's CPU time)\n", r.Runs, r.Profile)
+	fmt.Fprintf(w, "\n%d query runs priced by %s (* priced at its own scale; emits of partial states measured, not priced; wall: the operator's time, waits for a core included; cpu: its thread's CPU time; process cpu: every thread's over the query's runs, outside ops: what of it no operator took)\n", r.Runs, r.Profile)
 	for _, part := range []struct {
 		head string
 		rows []OpsTotal
 	}{{"query", r.Queries}, {"kind", r.Kinds}} {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-		fmt.Fprintf(tw, "%s\toperators\twall ms\tcpu ms\tpriced ms\twall/priced\tcpu/priced\temits ms\t\n", part.head)
+		perQuery := part.head == "query"
+		fmt.Fprintf(tw, "%s\toperators\twall ms\tcpu ms\tpriced ms\twall/priced\tcpu/priced\temits ms\t", part.head)
+		if perQuery {
+			fmt.Fprintf(tw, "process cpu ms\toutside ops ms\t")
+		}
+		fmt.Fprintln(tw)
 		for _, t := range part.rows {
-			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%.2f\t%s\t%s\t%.2f\t\n", t.Name, t.Operators, t.MeasuredNs/1e6, cpuMs(t.CPUNs),
+			fmt.Fprintf(tw, "%s\t%d\t%.2f\t%s\t%.2f\t%s\t%s\t%.2f\t", t.Name, t.Operators, t.MeasuredNs/1e6, cpuMs(t.CPUNs),
 				t.PricedNs/1e6, orDash(t.Ratio, "%.2f"), orDash(t.CPURatio, "%.2f"), t.EmitNs/1e6)
+			if perQuery {
+				fmt.Fprintf(tw, "%s\t%s\t", cpuMs(t.ProcessCPUNs), cpuMs(t.OutsideOpsNs()))
+			}
+			fmt.Fprintln(tw)
 		}
 		if err := tw.Flush(); err != nil {
 			return err

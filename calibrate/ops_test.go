@@ -136,7 +136,9 @@ func TestPriceOps(t *testing.T) {
 	rows := []engine.OpTime{
 		{Query: "q3", Run: 0, Pipeline: filter[0], Op: filter[1], Kind: "filter", InRows: 1000, InBytes: 8000, OutRows: 100, OutBytes: 800, Ns: 9e6, CPUNs: 8e6},
 		{Query: "q3", Run: 1, Pipeline: filter[0], Op: filter[1], Kind: "filter", InRows: 1000, InBytes: 8000, OutRows: 100, OutBytes: 800, Ns: 1e4, CPUNs: 7e3},
-		{Query: "q3", Run: 1, Pipeline: partial[0], Op: partial[1], Kind: engine.OpEmit, InRows: 50, InBytes: 800, Ns: 3e3},
+		{Query: "q3", Run: 1, Pipeline: partial[0], Op: partial[1], Kind: engine.OpEmit, InRows: 50, InBytes: 800, Ns: 3e3, CPUNs: 2e3},
+		{Query: "q3", Run: 0, Pipeline: -1, Op: -1, Kind: engine.OpQuery, Ns: 20e6, CPUNs: 30e6},
+		{Query: "q3", Run: 1, Pipeline: -1, Op: -1, Kind: engine.OpQuery, Ns: 1e6, CPUNs: 1e6},
 	}
 	for _, warmup := range []int{0, 1} {
 		rep := price(rows, warmup)
@@ -159,9 +161,15 @@ func TestPriceOps(t *testing.T) {
 			t.Errorf("warmup %d: emit %+v: want 1 run, 3 µs measured, unpriced", warmup, e)
 		}
 		for _, k := range rep.Kinds {
-			if k.Name == engine.OpEmit {
-				t.Errorf("warmup %d: emits in the kinds' totals", warmup)
+			if k.Name == engine.OpEmit || k.Name == engine.OpQuery {
+				t.Errorf("warmup %d: %s in the kinds' totals", warmup, k.Name)
 			}
+		}
+		// The process's CPU over the kept runs, less the filter's and the
+		// emit's.
+		q := rep.Queries[0]
+		if want := []float64{31e6, 1e6}[warmup]; q.ProcessCPUNs != want || q.OutsideOpsNs() != want-f.CPUNs-2e3 {
+			t.Errorf("warmup %d: process CPU %g, outside the operators %g: want %g and %g", warmup, q.ProcessCPUNs, q.OutsideOpsNs(), want, want-f.CPUNs-2e3)
 		}
 	}
 

@@ -59,6 +59,13 @@ type OpTime struct {
 // routed to its consumers (Op: the partial aggregate; In: its groups).
 const OpEmit = "emit"
 
+// OpQuery is the Kind of a whole run of a query on this process
+// (AddQuery): Pipeline and Op are -1, Ns its wall time, CPUNs the CPU
+// time every thread of the process used meanwhile (user and system: the
+// operators, and what runs beside them — reads, decoding, exchange, the
+// network stack's system calls, page faults, the collector).
+const OpQuery = "query"
+
 // SetRun stamps the operators timed from now on with run.
 func (o *OpTimes) SetRun(run int) {
 	o.mu.Lock()
@@ -72,6 +79,33 @@ func (o *OpTimes) Add(t OpTime) {
 	t.Run = o.run
 	o.rows = append(o.rows, t)
 	o.mu.Unlock()
+}
+
+// AddQuery records a run of query that took wall, during which the
+// process used cpuNs of CPU time (ProcessCPUNs after minus before; a
+// negative one is recorded as -1, unknown).
+func (o *OpTimes) AddQuery(query string, wall time.Duration, cpuNs int64) {
+	o.Add(OpTime{Query: query, Pipeline: -1, Op: -1, Kind: OpQuery, Ns: wall.Nanoseconds(), CPUNs: max(cpuNs, -1)})
+}
+
+// ProcessCPUNs is the CPU time, user and system, all threads of this
+// process have used (-1 where getrusage fails).
+func ProcessCPUNs() int64 {
+	var ru unix.Rusage
+	if err := unix.Getrusage(unix.RUSAGE_SELF, &ru); err != nil {
+		return -1
+	}
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
+// ProcessCPUSince is the process CPU time used since before (a ProcessCPUNs
+// reading), -1 where either reading failed.
+func ProcessCPUSince(before int64) int64 {
+	now := ProcessCPUNs()
+	if before < 0 || now < 0 {
+		return -1
+	}
+	return now - before
 }
 
 // Rows returns a copy of what was recorded, in order.
@@ -140,12 +174,13 @@ func ReadOpTimes(r io.Reader) ([]OpTime, error) {
 		n := [10]int64{9: -1}
 		for i, f := range append([]string{rec[1], rec[2], rec[3]}, rec[5:]...) {
 			v, err := strconv.ParseInt(f, 10, 64)
-			if err != nil || v < 0 && i != 2 && !(i == 9 && v == -1) {
+			negative := i == 2 || i == 1 && rec[4] == OpQuery || i == 9 && v == -1
+			if err != nil || v < 0 && !negative {
 				return nil, fmt.Errorf("operator times: line %d: %q is not a count", line, f)
 			}
 			n[i] = v
 		}
-		if rec[4] != OpEmit {
+		if rec[4] != OpEmit && rec[4] != OpQuery {
 			if _, err := plan.ParseOpKind(rec[4]); err != nil {
 				return nil, fmt.Errorf("operator times: line %d: %w", line, err)
 			}

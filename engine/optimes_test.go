@@ -38,8 +38,14 @@ func TestOpTimes(t *testing.T) {
 		t.Fatal(err)
 	}
 	kinds := map[string]int{}
-	var customerRows int64
+	var customerRows, opsCPU int64
+	var whole []OpTime
 	for _, o := range rows {
+		if o.Kind == OpQuery {
+			whole = append(whole, o)
+			continue
+		}
+		opsCPU += o.CPUNs
 		if o.Query != "q3" || o.Run != 3 {
 			t.Fatalf("row %+v: want query q3, run 3", o)
 		}
@@ -68,6 +74,13 @@ func TestOpTimes(t *testing.T) {
 			customerRows += o.InRows
 		}
 		kinds[o.Kind]++
+	}
+	// The run's process CPU time holds every operator's thread time.
+	if len(whole) != 1 || whole[0].Query != "q3" || whole[0].Run != 3 || whole[0].Pipeline != -1 || whole[0].Op != -1 {
+		t.Fatalf("query rows %+v: want one of q3, run 3, pipeline and op -1", whole)
+	}
+	if w := whole[0]; w.Ns != r.Wall.Nanoseconds() || w.CPUNs < opsCPU {
+		t.Errorf("query row %+v: want the run's wall time %d ns and at least its operators' %d ns of CPU", w, r.Wall.Nanoseconds(), opsCPU)
 	}
 	if customerRows != customer.Rows {
 		t.Errorf("customer filter saw %d rows, the table has %d", customerRows, customer.Rows)
@@ -111,12 +124,33 @@ func TestReadOpTimesBadInput(t *testing.T) {
 		{head + "q1,0,0,1,filter,-1,10,100,5,50,1000,900\n", `"-1" is not a count`},
 		{head + "q1,0,0,1,filter,0,10,100,5,50,1000,-2\n", `"-2" is not a count`},
 		{head + "q1,0,0,1,filter,0,10,100,5,50,1000\n", "line 2: 11 fields, want 12"},
+		{head + "q1,0,-1,1,filter,0,10,100,5,50,1000,900\n", `"-1" is not a count`},
 		{"query,run,pipeline,op,kind,device,in_rows\n", "line 1: 7 columns"},
 	} {
 		_, err := ReadOpTimes(strings.NewReader(c.in))
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%q: error %v, want one naming %q", c.in, err, c.want)
 		}
+	}
+}
+
+// A query's row (no pipeline) reads back.
+func TestReadOpTimesQueryRow(t *testing.T) {
+	var ot OpTimes
+	ot.SetRun(4)
+	ot.AddQuery("q9", 2*time.Second, 3e9)
+	ot.AddQuery("q9", time.Second, -5)
+	var buf bytes.Buffer
+	if err := ot.WriteCSV(&buf); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadOpTimes(&buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []OpTime{{Query: "q9", Run: 4, Pipeline: -1, Op: -1, Kind: OpQuery, Ns: 2e9, CPUNs: 3e9}, {Query: "q9", Run: 4, Pipeline: -1, Op: -1, Kind: OpQuery, Ns: 1e9, CPUNs: -1}}
+	if len(got) != 2 || got[0] != want[0] || got[1] != want[1] {
+		t.Fatalf("read %+v, want %+v", got, want)
 	}
 }
 

@@ -137,9 +137,16 @@ func RunPlan(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryO
 	if err != nil {
 		return nil, err
 	}
+	cpu0 := int64(-1)
+	if opts.OpTimes != nil {
+		cpu0 = ProcessCPUNs()
+	}
 	start := time.Now()
 	res, err := scheduler.Run(ctx, p, pol, b, opts.Trace)
 	wall := time.Since(start)
+	if opts.OpTimes != nil && err == nil {
+		opts.OpTimes.AddQuery(p.Name, wall, ProcessCPUSince(cpu0))
+	}
 	if err != nil {
 		b.Close()
 		if errors.Is(err, scheduler.ErrStuck) {

@@ -46,9 +46,9 @@ func addRunFlags(f *pflag.FlagSet, o *engine.RunOptions, worker bool) *runFlags 
 		f.StringVar(&rf.gpuMem, "gpu-mem", "", "device memory budget of --gpu (default: 90% of the free memory)")
 		f.BoolVar(&o.GPUHybrid, "gpu-hybrid", false, "with --gpu: run the scan pipelines the GPU path cannot run on the host instead of refusing the query (stderr says which ran where)")
 	}
-	opTimes := "write the time and the input and output sizes of every operator the host runs to this CSV (for validate-ops)"
+	opTimes := "write the wall and thread CPU time and the input and output sizes of every operator the host runs, and each query run's process CPU time, to this CSV (for validate-ops)"
 	if worker {
-		opTimes = "every worker writes the time and sizes of every operator its host runs to this CSV path, with -rankK before the extension (for validate-ops)"
+		opTimes = "every worker writes the times and sizes of every operator its host runs, and its process CPU time per query run, to this CSV path, with -rankK before the extension (for validate-ops)"
 	}
 	f.StringVar(&o.OpTimes, "op-times", "", opTimes)
 	return rf

@@ -145,7 +145,9 @@ the calibration measured it (marked *), a probe's working set the table its
 device built in that run. It prints per plan operator its wall time (waits
 for a core included), its thread's CPU time (files written before the cpu_ns
 column: "-"), the priced time and both ratios, then the totals per query and
-per operator kind. The
+per operator kind; per query also the CPU time its processes used over the
+kept runs (every thread, user and system) and what of it no operator took:
+reads, decoding, exchange, the network stack, page faults, the collector. The
 cardinalities are the measured ones, so a ratio away from 1 is the cost per
 row and byte the model gives that operator inside the query (where reads,
 the other device's kernels and fresh memory share the machine), not an

@@ -659,13 +659,20 @@ func (s *session) runQuery(q int) error {
 	if qs == nil || qs.q != q {
 		return fmt.Errorf("go for query %d, which was not started", q)
 	}
-	start := time.Now()
 	var sink scheduler.TraceSink
 	if qs.rec != nil {
 		sink = qs.rec
 	}
+	cpu0 := int64(-1)
+	if s.opTimes != nil {
+		cpu0 = engine.ProcessCPUNs()
+	}
+	start := time.Now()
 	res, err := scheduler.RunNode(qs.ctx, qs.plan, qs.pol, qs.b, s.o.Rank, nodeNet{s, qs}, sink)
 	wall := time.Since(start)
+	if s.opTimes != nil && err == nil {
+		s.opTimes.AddQuery(qs.plan.Name, wall, engine.ProcessCPUSince(cpu0))
+	}
 	// After the backend is closed and the result copied out of it.
 	defer qs.release()
 	s.qmu.Lock()

@@ -432,14 +432,24 @@ func TestClusterOpTimes(t *testing.T) {
 		if len(rows) == 0 {
 			t.Fatalf("worker %d timed no operator", r)
 		}
+		queryRows := 0
 		for _, o := range rows {
 			if o.Query != "q3" || o.Run != 0 {
 				t.Fatalf("worker %d: row %+v, want q3's first run", r, o)
+			}
+			if o.Kind == engine.OpQuery {
+				if queryRows++; o.Ns <= 0 || o.CPUNs <= 0 {
+					t.Errorf("worker %d: query row %+v without its wall or CPU time", r, o)
+				}
+				continue
 			}
 			pl := &p.Pipelines[o.Pipeline]
 			if pl.Ops[o.Op].Kind == plan.OpFilter && pl.Source.Kind == plan.SourceScan && p.Tables[pl.Source.Table].Name == "customer" {
 				customerRows += o.InRows
 			}
+		}
+		if queryRows != 1 {
+			t.Errorf("worker %d recorded %d runs of the query, want 1", r, queryRows)
 		}
 	}
 	if customerRows != customer.Rows {
