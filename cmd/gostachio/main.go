@@ -12,6 +12,8 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"gostachio/internal/madvfree"
 )
 
 // globals are the flags every command accepts.
@@ -20,6 +22,7 @@ type globals struct {
 }
 
 func main() {
+	madvfree.Reexec()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	root := newRoot()

@@ -1,0 +1,29 @@
+package madvfree
+
+import "testing"
+
+func TestNamedAndWith(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		named bool
+		with  string
+	}{
+		{"", false, "madvdontneed=0"},
+		{"gctrace=1", false, "gctrace=1,madvdontneed=0"},
+		{"gctrace=1, madvdontneed=1", true, ""},
+		{"madvdontneed=0", true, ""},
+		{"xmadvdontneed=1", false, "xmadvdontneed=1,madvdontneed=0"},
+	} {
+		if got := Named(c.in); got != c.named {
+			t.Errorf("Named(%q) = %v, want %v", c.in, got, c.named)
+		}
+		if !c.named {
+			if got := With(c.in); got != c.with {
+				t.Errorf("With(%q) = %q, want %q", c.in, got, c.with)
+			}
+			if !Named(With(c.in)) {
+				t.Errorf("With(%q) does not name the setting", c.in)
+			}
+		}
+	}
+}
