@@ -228,6 +228,14 @@ func (d *Device) WorkShared(ops []plan.Op, kind plan.OpKind, bytes, rows int64, 
 // price. nil keys price every op by its kind. It panics if sharers < 1 or
 // keys is neither nil nor as long as ops.
 func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, table func(build int) float64, sharers float64, keys []string) float64 {
+	return d.WorkKeyedBy(ops, kind, bytes, rows, table, sharers, keys, nil)
+}
+
+// WorkKeyedBy is WorkKeyed with each op's price multiplied by scale(its
+// kind) (nil: 1): the simulator's co-location exemption
+// (sim.NodeSpec.ColocationExempt). A fused device (Fused) prices its
+// kernel whole, unscaled. It panics as WorkKeyed does.
+func (d *Device) WorkKeyedBy(ops []plan.Op, kind plan.OpKind, bytes, rows int64, table func(build int) float64, sharers float64, keys []string, scale func(plan.OpKind) float64) float64 {
 	if sharers < 1 {
 		panic("costmodel: WorkShared with fewer than 1 sharer")
 	}
@@ -246,7 +254,11 @@ func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, t
 		if int(kind) >= len(d.Ops) {
 			return 0
 		}
-		return d.Ops[kind].Ns(float64(bytes), float64(rows))
+		t := d.Ops[kind].Ns(float64(bytes), float64(rows))
+		if scale != nil {
+			t *= scale(kind)
+		}
+		return t
 	}
 	b, r := float64(bytes), float64(rows)
 	var t float64
@@ -257,7 +269,11 @@ func (d *Device) WorkKeyed(ops []plan.Op, kind plan.OpKind, bytes, rows int64, t
 		if keys != nil {
 			key = keys[i]
 		}
-		t += d.OpNs(op, b, r, nb, WorkingSet(op, b, r, table)*sharers, key)
+		ns := d.OpNs(op, b, r, nb, WorkingSet(op, b, r, table)*sharers, key)
+		if scale != nil {
+			ns *= scale(op.Kind)
+		}
+		t += ns
 		b, r = nb, nr
 	}
 	return t

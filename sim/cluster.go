@@ -138,6 +138,9 @@ type Cluster struct {
 	// opKeys caches the fingerprints of the ops slices kernels run
 	// (costmodel.OpKeys), by their first op, for profiled operators.
 	opKeys map[*plan.Op][]string
+	// exemptScale prices the kinds exempt from co-location
+	// (colocationScale); nil: none.
+	exemptScale func(plan.OpKind) float64
 	// outputs, if set, gives kernels' and merges' real output sizes
 	// (trace replay); otherwise completions report the estimates.
 	outputs func(t *scheduler.Task) (bytes, rows int64, ok bool)
@@ -191,13 +194,36 @@ func (c *Cluster) kernelWork(dev *costmodel.Device, t *scheduler.Task) float64 {
 			c.opKeys[&t.Ops[0]] = keys
 		}
 	}
-	return dev.WorkKeyed(t.Ops, t.OpKind, t.Bytes, t.Rows, func(build int) float64 {
+	return dev.WorkKeyedBy(t.Ops, t.OpKind, t.Bytes, t.Rows, func(build int) float64 {
 		bt := c.tables[tableKey{t.Node, t.Device, int32(build)}]
 		if bt.op == nil {
 			return 0
 		}
 		return costmodel.TableBytes(bt.op, bt.rows)
-	}, sharers, keys)
+	}, sharers, keys, c.exemptScale)
+}
+
+// colocationScale is the factor of an op kind's price on a shared machine
+// whose co-location loss it is exempt from (NodeSpec.ColocationExempt):
+// Colocation for those kinds, 1 for the others; nil without exemptions.
+func (c *Cluster) colocationScale() func(plan.OpKind) float64 {
+	n := &c.prof.Node
+	if !(n.SharedMachine && n.Colocation > 0 && n.Colocation < 1) || len(n.ColocationExempt) == 0 {
+		return nil
+	}
+	exempt := map[plan.OpKind]bool{}
+	for _, name := range n.ColocationExempt {
+		if k, err := plan.ParseOpKind(name); err == nil {
+			exempt[k] = true
+		}
+	}
+	eff := n.Colocation
+	return func(k plan.OpKind) float64 {
+		if exempt[k] {
+			return eff
+		}
+		return 1
+	}
 }
 
 // scanUnit reports whether t works on one unit of a scan (its table's
@@ -462,6 +488,7 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 		case n.SharedMachine && n.Colocation > 0 && n.Colocation < 1:
 			c.info = append(c.info, LinkInfo{LinkHost, nd, 0})
 			c.host = append(c.host, c.net.AddSharedCoresLink(n.HostCores, n.Colocation, n.ColocationKernels))
+			c.exemptScale = c.colocationScale()
 		default:
 			c.host = append(c.host, add(LinkHost, nd, 0, n.HostCores))
 		}

@@ -661,3 +661,69 @@ func TestLocalProfile(t *testing.T) {
 	}
 	t.Logf("%s (%d shipped CPU-engine profiles match this machine)", got, matching)
 }
+
+// TestClusterColocationExempt: on a shared machine of 4 cores losing half
+// its throughput at 8 kernels (node.colocation 0.5), 8 kernels of 1 ms of
+// work each (2 per node on 4 nodes) take 1 ms / (4·0.5/8) = 4 ms; a kind
+// in node.colocation_exempt is priced at half, so it takes the 2 ms the 8
+// kernels take on 4 cores that lose nothing; the others still take 4.
+func TestClusterColocationExempt(t *testing.T) {
+	for _, tc := range []struct {
+		kind   plan.OpKind
+		exempt []string
+		want   int64
+	}{
+		{plan.OpAggPartial, nil, 2_000 + 4_000_000},
+		{plan.OpAggPartial, []string{"agg-partial", "agg-final"}, 2_000 + 2_000_000},
+		{plan.OpFilter, []string{"agg-partial", "agg-final"}, 2_000 + 4_000_000},
+	} {
+		p, err := LoadProfile("testdata/profiles/tiny.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Node.KernelsOnHost, p.Node.KernelThreads = true, 1
+		p.Node.SharedMachine, p.Node.Colocation, p.Node.ColocationKernels = true, 0.5, 8
+		p.Node.ColocationExempt = tc.exempt
+		p.Host.Ops[plan.OpFilter] = costmodel.OpCost{RowRate: 1e9}
+		p.Host.Ops[plan.OpAggPartial] = costmodel.OpCost{RowRate: 1e9}
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewCluster(p, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := []plan.Op{{Kind: tc.kind, Keys: []string{"k"}, Selectivity: 0.01}}
+		for nd := int32(0); nd < 4; nd++ {
+			for dev := int32(0); dev < 2; dev++ {
+				task := &scheduler.Task{Kind: scheduler.TaskKernel, Res: scheduler.Resource{Kind: scheduler.ResGPU, Node: nd}, Node: nd, Device: dev,
+					Pipeline: 1, Table: -1, Unit: -1, Rows: 1e6, Ops: ops, OpKind: tc.kind}
+				if err := c.Start(task); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+		for _, comp := range drain(t, c) {
+			if d := int64(comp.End - comp.Start); d < tc.want-1 || d > tc.want+1 {
+				t.Errorf("%s, exempt %v: a kernel took %d ns, want %d", tc.kind, tc.exempt, d, tc.want)
+			}
+		}
+	}
+}
+
+// A co-location exemption names operator kinds, and needs a co-location.
+func TestProfileColocationExemptInvalid(t *testing.T) {
+	p, err := LoadProfile("testdata/profiles/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Node.SharedMachine, p.Node.Colocation, p.Node.ColocationKernels = true, 0.5, 8
+	p.Node.ColocationExempt = []string{"agg-partial", "aggregate"}
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "colocation_exempt") {
+		t.Errorf("unknown kind: error %v", err)
+	}
+	p.Node.ColocationExempt, p.Node.Colocation = []string{"agg-final"}, 0
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "needs node.colocation") {
+		t.Errorf("no co-location: error %v", err)
+	}
+}

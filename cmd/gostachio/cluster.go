@@ -13,6 +13,7 @@ import (
 
 	"gostachio/engine/cluster"
 	"gostachio/internal/units"
+	"gostachio/plan"
 )
 
 func init() { commands = append(commands, newClusterCmd) }
@@ -233,7 +234,7 @@ func newColocatePeerCmd() *cobra.Command {
 
 func newBenchSimCmd(g *globals) *cobra.Command {
 	var o cluster.SimBenchOptions
-	var link, qs string
+	var link, qs, exempt string
 	var launches int
 	var within float64
 	cmd := &cobra.Command{
@@ -285,6 +286,15 @@ the rows of separate runs.`,
 			for _, q := range strings.Split(qs, ",") {
 				o.Queries = append(o.Queries, strings.TrimSpace(q))
 			}
+			if exempt != "none" && exempt != "" {
+				for _, k := range strings.Split(exempt, ",") {
+					k = strings.TrimSpace(k)
+					if _, err := plan.ParseOpKind(k); err != nil {
+						return fmt.Errorf("--colocation-exempt: %w", err)
+					}
+					o.ColocationExempt = append(o.ColocationExempt, k)
+				}
+			}
 			if o.Profile == "" {
 				o.Profile = localProfilePath()
 			}
@@ -311,6 +321,7 @@ the rows of separate runs.`,
 	f.Float64Var(&o.Colocation, "colocation", 0, "share of the cores' single-process speed the workers get together (0: measure it first; 1: none lost)")
 	f.DurationVar(&o.ColocationDuration, "colocation-duration", time.Second, "length of each co-location measurement")
 	f.IntVar(&o.ColocationRounds, "colocation-rounds", cluster.DefaultColocationRounds, "co-location rounds, each one process and then --nodes processes (their ratios' median counts)")
+	f.StringVar(&exempt, "colocation-exempt", strings.Join(cluster.DefaultColocationExempt, ","), "operator kinds that lose nothing to co-location (node.colocation_exempt: their price is scaled by the co-location, so they run at one-process speed when every worker runs a kernel); none: every kind loses it")
 	f.BoolVar(&o.ColocationQueries, "colocation-queries", false, "measure the co-location on the leading operators of the queries' scan pipelines instead of the hash loop (and the loop's too, as colocation_loop)")
 	f.Float64Var(&o.NetCPUCost, "net-cpu-cost", 0, "ns of a core the network stack spends per byte at each end (0: measure it first on --link; negative: none)")
 	f.DurationVar(&o.NetCPUDuration, "net-cpu-duration", 3*time.Second, "length of the network CPU measurement's long runs (the short ones run a third of it)")

@@ -73,9 +73,14 @@ func TestDeriveProfile(t *testing.T) {
 	if !strings.Contains(string(out), "colocation: 0.4  # measured") {
 		t.Errorf("the derived colocation line does not say where it comes from:\n%s", out)
 	}
-	again, err := DeriveProfile(out, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.5})
-	if p2, err2 := sim.ParseProfile("again", again); err != nil || err2 != nil || p2.Node.Colocation != 0.5 || strings.Count(string(again), "colocation:") != 1 {
-		t.Errorf("deriving again with 0.5: %v %v\n%s", err, err2, again)
+	again, err := DeriveProfile(out, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.5, ColocationExempt: DefaultColocationExempt})
+	if p2, err2 := sim.ParseProfile("again", again); err != nil || err2 != nil || p2.Node.Colocation != 0.5 || strings.Count(string(again), "colocation:") != 1 ||
+		!slices.Equal(p2.Node.ColocationExempt, DefaultColocationExempt) {
+		t.Errorf("deriving again with 0.5 and the aggregates exempt: %v %v\n%s", err, err2, again)
+	}
+	// Deriving once more without exemptions drops the line.
+	if none, err := DeriveProfile(again, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.5}); err != nil || strings.Contains(string(none), "colocation_exempt") {
+		t.Errorf("deriving without exemptions: %v\n%s", err, none)
 	}
 	// No more kernels than cores: nothing to lose, no colocation lines.
 	out, err = DeriveProfile(src, Derivation{Nodes: 2, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.4})
