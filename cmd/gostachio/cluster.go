@@ -251,7 +251,9 @@ the TCP stack takes from the cores per byte (the data plane streaming between
 two namespaces over --link: node.net_cpu_cost) and the share of the link's
 rate a port moves in short all-to-all exchanges (bursts through the data plane
 on the cluster's network, as 'cluster bench-fabric': nic.bandwidth);
---colocation, --net-cpu-cost and --fabric-efficiency give them instead.
+--colocation, --net-cpu-cost and --fabric-efficiency give them instead. The
+operator kinds of --colocation-exempt (the aggregates by default) are priced so
+that they lose none of the co-location (node.colocation_exempt).
 
 The runs are interleaved by default: one launch of --warmup + --reps rounds,
 each running every query once in an order drawn from --seed, so that the
