@@ -139,6 +139,9 @@ type SimBenchRow struct {
 	// rows can be re-priced offline with another estimator; empty when
 	// --colocation gave it.
 	ColocationRatios []float64 `json:"colocation_ratios,omitempty"`
+	// ColocationExempt are the operator kinds the derived profile exempts
+	// from the co-location loss (node.colocation_exempt; empty: none).
+	ColocationExempt []string `json:"colocation_exempt,omitempty"`
 	// FabricEfficiency is the derived profile's (1: the full payload
 	// rate). Fabric is its measurement when bench-sim made one, and
 	// SimFullLink the query simulated at the full rate, so that one set of
@@ -437,6 +440,9 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			}
 		}
 	}
+	if o.Colocation < 1 && len(o.ColocationExempt) > 0 {
+		fmt.Fprintf(w, "co-location exempt (node.colocation_exempt): %s, priced to lose none of it\n", strings.Join(o.ColocationExempt, ", "))
+	}
 	if o.NetCPUCost == 0 {
 		d := o.NetCPUDuration
 		if d <= 0 {
@@ -548,6 +554,9 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		}
 		row := simBenchRow(q, times[q], sec, sent[q])
 		row.Colocation, row.NetCPUCost = o.Colocation, max(o.NetCPUCost, 0)
+		if o.Colocation < 1 {
+			row.ColocationExempt = o.ColocationExempt
+		}
 		row.FabricEfficiency, row.Fabric = o.FabricEfficiency, fabric
 		if fullLink != "" {
 			if row.SimFullLink, err = simMakespan(ctx, o, fullLink, q, ratio); err != nil {

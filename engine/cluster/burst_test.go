@@ -305,7 +305,7 @@ func TestBenchSimFabric(t *testing.T) {
 	out := filepath.Join(tmp, "derived.yaml")
 	rows, err := BenchSim(context.Background(), SimBenchOptions{Exe: exe, Nodes: 4, Link: link, Devices: 1, Data: testData(t),
 		Queries: []string{"q3", "q5"}, Reps: 1, Profile: "../../sim/profiles/devbox-calibrated.yaml", ProfileOut: out,
-		Latency: 15 * time.Microsecond, Colocation: 0.6, NetCPUCost: 1}, io.Discard, io.Discard)
+		Latency: 15 * time.Microsecond, Colocation: 0.6, NetCPUCost: 1, ColocationExempt: DefaultColocationExempt}, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -321,6 +321,9 @@ func TestBenchSimFabric(t *testing.T) {
 		if !(e > 0 && e <= 1) || (e < 1) != (r.SimFullLink > 0) {
 			t.Errorf("%s: efficiency %v, full-rate price %v", r.Query, e, r.SimFullLink)
 		}
+		if !slices.Equal(r.ColocationExempt, DefaultColocationExempt) {
+			t.Errorf("%s: row's co-location exemption %v, want %v", r.Query, r.ColocationExempt, DefaultColocationExempt)
+		}
 		if e < 1 && r.Sim < 0.98*r.SimFullLink {
 			t.Errorf("%s: %.4g s at %.3f of the rate, %.4g s at all of it", r.Query, r.Sim, e, r.SimFullLink)
 		}
@@ -328,6 +331,9 @@ func TestBenchSimFabric(t *testing.T) {
 	p, err := sim.LoadProfile(out)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if !slices.Equal(p.Node.ColocationExempt, DefaultColocationExempt) {
+		t.Errorf("derived profile's co-location exemption %v, want %v", p.Node.ColocationExempt, DefaultColocationExempt)
 	}
 	if want := math.Round(1e9 / 8 * TCPPayloadShare * e); math.Abs(float64(p.NIC.Bandwidth)-want) > 0.5 {
 		t.Errorf("derived NIC %v B/s, want %v (efficiency %v)", float64(p.NIC.Bandwidth), want, e)
