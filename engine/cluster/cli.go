@@ -66,7 +66,7 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 		return err
 	}
 	defer engine.TuneGC()()
-	co := Options{Rank: rv.Rank, World: rv.World, Addr: rv.Addr, Timeout: o.Timeout, Log: stderr, Transport: o.Transport,
+	co := Options{Rank: rv.Rank, World: rv.World, Local: rv.Local, Addr: rv.Addr, Timeout: o.Timeout, Log: stderr, Transport: o.Transport,
 		Job: Job{Data: o.Data, Queries: names, Policy: o.Policy, Set: o.Set, Devices: o.Devices, Mem: o.Mem,
 			Buffered: o.Buffered, IO: o.IO, NoVerify: o.NoVerify, Trace: o.Trace != "", OpTimes: o.OpTimes}}
 	if o.Trace != "" {

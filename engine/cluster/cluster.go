@@ -88,6 +88,10 @@ func RankPath(path string, rank int) string {
 type Options struct {
 	// Rank of this worker in [0, World); rank 0 coordinates.
 	Rank, World int
+	// Local is how many workers share this machine (Rendezvous.Local; 0
+	// or 1: this one alone): their heaps share its memory limit
+	// (engine.ShareHeapLimit).
+	Local int
 	// Addr is rank 0's rendezvous address (host:port).
 	Addr string
 	// Listener, on rank 0, is used instead of listening on Addr (tests:
@@ -565,6 +569,7 @@ func (s *session) setup(m *message) error {
 	}
 	s.ds = ds
 	engine.FitHeapLimit(ds)
+	engine.ShareHeapLimit(s.o.Local)
 	r, err := engine.OpenSession(s.ctx, ds, s.queryOptions())
 	if err != nil {
 		return err

@@ -20,6 +20,11 @@ type Rendezvous struct {
 	// Source names the convention the values came from ("torchrun",
 	// "slurm", "openmpi").
 	Source string
+	// Local is how many of the workers run on this machine, where the
+	// launcher says (torchrun LOCAL_WORLD_SIZE, SLURM
+	// SLURM_NTASKS_PER_NODE, Open MPI OMPI_COMM_WORLD_LOCAL_SIZE; `gostachio
+	// cluster` sets the first); 0: not said.
+	Local int
 }
 
 // FromEnv reads the rendezvous from the environment of a launched worker
@@ -32,8 +37,9 @@ type Rendezvous struct {
 //   - Open MPI: OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, with
 //     MASTER_ADDR (required) and MASTER_PORT.
 //
-// The port defaults to DefaultPort. Missing or malformed values are an
-// error naming the variable.
+// and the workers on this machine (Rendezvous.Local) where the launcher
+// gives them. The port defaults to DefaultPort. Missing or malformed
+// values are an error naming the variable.
 func FromEnv(getenv func(string) string) (Rendezvous, error) {
 	port := DefaultPort
 	if p := getenv("MASTER_PORT"); p != "" {
@@ -92,6 +98,14 @@ func FromEnv(getenv func(string) string) (Rendezvous, error) {
 		r.Addr = net.JoinHostPort(host, strconv.Itoa(port))
 	default:
 		return r, fmt.Errorf("cluster: no launcher environment: set RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT (torchrun), or run under SLURM (srun) or Open MPI (mpirun)")
+	}
+	localVar := map[string]string{"torchrun": "LOCAL_WORLD_SIZE", "slurm": "SLURM_NTASKS_PER_NODE", "openmpi": "OMPI_COMM_WORLD_LOCAL_SIZE"}[r.Source]
+	if v := getenv(localVar); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > r.World {
+			return r, fmt.Errorf("cluster: %s=%q is not a number of workers from 1 to the world's %d", localVar, v, r.World)
+		}
+		r.Local = n
 	}
 	return r, nil
 }

@@ -43,6 +43,14 @@ func TestFromEnv(t *testing.T) {
 			Rendezvous{Rank: 0, World: 3, Addr: "head:29500", Source: "openmpi"}, ""},
 		{"openmpi no addr", []string{"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "3"}, Rendezvous{}, "MASTER_ADDR"},
 		{"nothing", nil, Rendezvous{}, "no launcher environment"},
+		{"torchrun local", []string{"RANK", "1", "WORLD_SIZE", "4", "LOCAL_WORLD_SIZE", "4", "MASTER_ADDR", "h", "MASTER_PORT", "1"},
+			Rendezvous{Rank: 1, World: 4, Addr: "h:1", Source: "torchrun", Local: 4}, ""},
+		{"slurm local", []string{"SLURM_PROCID", "1", "SLURM_NTASKS", "4", "SLURM_NODELIST", "a,b", "SLURM_NTASKS_PER_NODE", "2"},
+			Rendezvous{Rank: 1, World: 4, Addr: "a:29500", Source: "slurm", Local: 2}, ""},
+		{"openmpi local", []string{"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "3", "OMPI_COMM_WORLD_LOCAL_SIZE", "3", "MASTER_ADDR", "head"},
+			Rendezvous{Rank: 0, World: 3, Addr: "head:29500", Source: "openmpi", Local: 3}, ""},
+		{"local over world", []string{"RANK", "1", "WORLD_SIZE", "4", "LOCAL_WORLD_SIZE", "8", "MASTER_ADDR", "h", "MASTER_PORT", "1"}, Rendezvous{}, `LOCAL_WORLD_SIZE="8"`},
+		{"bad local", []string{"OMPI_COMM_WORLD_RANK", "0", "OMPI_COMM_WORLD_SIZE", "3", "OMPI_COMM_WORLD_LOCAL_SIZE", "x", "MASTER_ADDR", "head"}, Rendezvous{}, `OMPI_COMM_WORLD_LOCAL_SIZE="x"`},
 	}
 	for _, c := range cases {
 		got, err := FromEnv(envOf(c.env...))
