@@ -23,6 +23,9 @@ the launcher's environment:
   SLURM      SLURM_PROCID, SLURM_NTASKS, first host of SLURM_NODELIST
              (MASTER_ADDR / MASTER_PORT override; port default 29500)
   Open MPI   OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, MASTER_ADDR (MASTER_PORT)
+Where the launcher says how many workers share this machine (LOCAL_WORLD_SIZE,
+SLURM_NTASKS_PER_NODE, OMPI_COMM_WORLD_LOCAL_SIZE), each worker's heap gets that
+share of the memory limit (not under 256 MiB; GOMEMLIMIT overrides).
 Rank 0 listens at the address, takes the query options (the others ignore
 them), coordinates, and prints the results as 'gostachio query' does. Every
 worker reads the same dataset directory (shared or replicated storage). A
