@@ -29,9 +29,9 @@ import (
 const setting = "madvdontneed=0"
 
 // Reexec replaces the process by a fresh run of the same binary with the
-// same arguments and GODEBUG madvdontneed=0 added, unless GODEBUG already
-// names madvdontneed (the user's choice, or this was the re-run) or
-// GOSTACHIO_MADV_FREE=0. It returns only where it does nothing or the exec
+// same arguments and GODEBUG madvdontneed=0 added (Env), unless GODEBUG
+// already names madvdontneed (the user's choice, or this was the re-run),
+// GOSTACHIO_MADV_FREE=0, or this is a re-run already. It returns only where it does nothing or the exec
 // fails (the process then runs as it is). Call it first thing in main.
 func Reexec() {
 	if os.Getenv("GOSTACHIO_MADV_FREE") == "0" {
@@ -41,13 +41,32 @@ func Reexec() {
 	if Named(godebug) {
 		return
 	}
+	if os.Getenv(reexecMark) != "" {
+		return // the re-run did not see the setting: never loop
+	}
 	exe, err := os.Executable()
 	if err != nil {
 		return
 	}
-	env := os.Environ()
-	env = append(env, "GODEBUG="+With(godebug))
-	_ = syscall.Exec(exe, os.Args, env)
+	_ = syscall.Exec(exe, os.Args, Env(os.Environ(), godebug))
+}
+
+// reexecMark is set in the re-run's environment, so that a re-run that
+// still does not see the setting runs as it is instead of again.
+const reexecMark = "GOSTACHIO_MADV_FREE_REEXEC"
+
+// Env returns environ with its GODEBUG entries replaced by one holding
+// godebug's settings and madvdontneed=0, and the re-run's mark added. A
+// process reads the first of duplicate entries, so the old one must go,
+// not stay beside the new.
+func Env(environ []string, godebug string) []string {
+	out := make([]string, 0, len(environ)+2)
+	for _, kv := range environ {
+		if !strings.HasPrefix(kv, "GODEBUG=") && !strings.HasPrefix(kv, reexecMark+"=") {
+			out = append(out, kv)
+		}
+	}
+	return append(out, "GODEBUG="+With(godebug), reexecMark+"=1")
 }
 
 // Named reports whether a GODEBUG value sets madvdontneed.

@@ -1,6 +1,9 @@
 package madvfree
 
-import "testing"
+import (
+	"slices"
+	"testing"
+)
 
 func TestNamedAndWith(t *testing.T) {
 	for _, c := range []struct {
@@ -25,5 +28,16 @@ func TestNamedAndWith(t *testing.T) {
 				t.Errorf("With(%q) does not name the setting", c.in)
 			}
 		}
+	}
+}
+
+// The re-run's environment holds one GODEBUG, with the user's settings and
+// madvdontneed=0, and the mark: a second GODEBUG after the first would be
+// ignored, and the re-run would exec again, for ever.
+func TestEnv(t *testing.T) {
+	got := Env([]string{"PATH=/bin", "GODEBUG=gctrace=1", "HOME=/root", "GODEBUG=x=1"}, "gctrace=1")
+	want := []string{"PATH=/bin", "HOME=/root", "GODEBUG=gctrace=1,madvdontneed=0", reexecMark + "=1"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Env = %q, want %q", got, want)
 	}
 }
