@@ -211,16 +211,19 @@ func (c *Cluster) colocationScale() func(plan.OpKind) float64 {
 	if !(n.SharedMachine && n.Colocation > 0 && n.Colocation < 1) || len(n.ColocationExempt) == 0 {
 		return nil
 	}
-	exempt := map[plan.OpKind]bool{}
+	// A factor per kind: the pricing of every kernel asks.
+	var scale []float64
 	for _, name := range n.ColocationExempt {
 		if k, err := plan.ParseOpKind(name); err == nil {
-			exempt[k] = true
+			for int(k) >= len(scale) {
+				scale = append(scale, 1)
+			}
+			scale[k] = n.Colocation
 		}
 	}
-	eff := n.Colocation
 	return func(k plan.OpKind) float64 {
-		if exempt[k] {
-			return eff
+		if int(k) < len(scale) {
+			return scale[k]
 		}
 		return 1
 	}
