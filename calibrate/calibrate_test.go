@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -85,7 +86,7 @@ func TestCalibrationReproducible(t *testing.T) {
 	for _, s := range samples {
 		kinds[s.Component+"/"+s.Op] = true
 	}
-	for _, want := range []string{"read/", "steal/", "h2d/", "launch/", "kernel/filter", "kernel/project", "kernel/agg-partial",
+	for _, want := range []string{"read/", "steal/", "corun/filter", "corun/agg-partial", "h2d/", "launch/", "kernel/filter", "kernel/project", "kernel/agg-partial",
 		"kernel/agg-final", "kernel/hash-build", "kernel/hash-probe", "kernel/sort", "kernel/top-k", "kernel/shuffle"} {
 		if !kinds[want] {
 			t.Errorf("micro-benchmarks measured no %s", want)
@@ -187,6 +188,56 @@ func TestCalibrationReproducible(t *testing.T) {
 	}
 	if steal, ok, _ := fitSteal(samples); !ok || num(prof.NVMe.CPUSteal) != num(steal) {
 		t.Errorf("profile's nvme.cpu_steal %v, want the fit %v (ok %v)", prof.NVMe.CPUSteal, steal, ok)
+	}
+	// Kernels beside kernels: each kernel alone and beside its neighbours,
+	// the profile holds their fit (no line where it is 0).
+	soloRuns, besideRuns := map[string]int{}, map[string]int{}
+	for _, s := range samples {
+		switch {
+		case s.Component == CompCorun && s.Depth == 0:
+			soloRuns[s.Case]++
+		case s.Component == CompCorun && s.Depth == runtime.GOMAXPROCS(0)-1:
+			besideRuns[s.Case]++
+		case s.Component == CompCorun:
+			t.Errorf("corun %s beside %d kernels, want %d", s.Case, s.Depth, runtime.GOMAXPROCS(0)-1)
+		}
+	}
+	if len(soloRuns) < 2 {
+		t.Errorf("%d kernels timed beside kernels, want 2 or more", len(soloRuns))
+	}
+	for c, n := range soloRuns {
+		if n != 1 || besideRuns[c] != 1 {
+			t.Errorf("corun %s: %d samples alone and %d beside, want one of each", c, n, besideRuns[c])
+		}
+	}
+	if corun, ok, _ := fitCorun(samples); !ok || num(prof.Node.Corun) != num(corun) {
+		t.Errorf("profile's node.corun %v, want the fit %v (ok %v)", prof.Node.Corun, corun, ok)
+	}
+}
+
+// fitCorun: the kernels' time beside their neighbours over their time
+// alone, summed over kernels (time-weighted), less 1; at least 0.
+func TestFitCorun(t *testing.T) {
+	pair := func(c string, alone, beside int64) []Sample {
+		return []Sample{{Component: CompCorun, Op: "filter", Case: c, Tasks: 7, Ns: alone},
+			{Component: CompCorun, Op: "filter", Case: c, Tasks: 7, Depth: 1, Ns: beside}}
+	}
+	samples := append(pair("a", 1000, 1200), pair("b", 3000, 3300)...)
+	// A kernel alone without its pair, and other components, are skipped.
+	samples = append(samples, Sample{Component: CompCorun, Op: "shuffle", Case: "c", Ns: 5000}, Sample{Component: CompSteal, Case: "a", Depth: 1, Ns: 9000})
+	corun, ok, q := fitCorun(samples)
+	if !ok || math.Abs(corun-0.125) > 1e-12 || q.Quality.N != 2 {
+		t.Errorf("fitCorun = %v (ok %v, n %d), want 0.125 over 2 kernels", corun, ok, q.Quality.N)
+	}
+	if corun, ok, _ := fitCorun(pair("a", 1000, 900)); !ok || corun != 0 {
+		t.Errorf("faster beside: fitCorun = %v (ok %v), want 0", corun, ok)
+	}
+	// Slower beside one neighbour than sharing a core with it: capped.
+	if corun, ok, q := fitCorun(pair("a", 1000, 3000)); !ok || corun != 1 || !strings.Contains(q.Params, "capped at 1") {
+		t.Errorf("3x beside one neighbour: fitCorun = %v (ok %v, %s), want 1, capped", corun, ok, q.Params)
+	}
+	if _, ok, _ := fitCorun(pair("a", 1000, 0)); ok {
+		t.Error("fitCorun fitted a kernel without its time beside")
 	}
 }
 
@@ -573,7 +624,7 @@ func TestProfiledOperators(t *testing.T) {
 	var key string
 	var sy, sp float64
 	for _, s := range samples {
-		if s.Case == "q6 p0 filter" {
+		if s.Component == CompKernel && s.Case == "q6 p0 filter" {
 			key = s.Key
 			c := host.Ops[plan.OpFilter]
 			sy += float64(s.Ns)

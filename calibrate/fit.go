@@ -86,7 +86,7 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	var reads []costmodel.ReadSample
 	var h2d, gpuH2D, gpuKernels []costmodel.OpSample
 	var launch, reference []float64
-	var steals []Sample
+	var steals, coruns []Sample
 	ops := map[string][]costmodel.OpSample{}
 	// Samples of plan operators, by fingerprint, for their scales.
 	keyed := map[string][]costmodel.OpSample{}
@@ -103,6 +103,8 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 			reference = append(reference, float64(s.Ns))
 		case CompSteal:
 			steals = append(steals, s)
+		case CompCorun:
+			coruns = append(coruns, s)
 		case CompGPUH2D:
 			gpuH2D = append(gpuH2D, costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns)})
 		case CompGPUKernel:
@@ -144,6 +146,10 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	steal, hasSteal, stealQ := fitSteal(steals)
 	if hasSteal {
 		f.Components = append(f.Components, stealQ)
+	}
+	corun, hasCorun, corunQ := fitCorun(coruns)
+	if hasCorun {
+		f.Components = append(f.Components, corunQ)
 	}
 
 	var h2dT costmodel.Transfer
@@ -258,6 +264,9 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 		fmt.Fprintf(&y, "node:\n  gpus: %d\n  ssds: 1\n  nics: 1\n  host_cores: %d\n  merge_threads: 1\n  kernels_on_host: true\n  kernel_threads: 1\n",
 			opts.Devices, opts.Devices)
 		fmt.Fprintf(&y, "  cpu_slots: %d  # the engine's CPU slots: a kernel waits for one, it does not share a core\n", opts.Devices)
+	}
+	if hasCorun && corun > 0 {
+		fmt.Fprintf(&y, "  corun: %s  # kernels beside kernels: each at 1/(1+corun) with every host core busy\n", num(corun))
 	}
 	fmt.Fprintf(&y, "  device_memory: %d  # engine --mem default %d MiB: 3/4 over the devices\n  pinned_memory: %d  # a quarter for I/O buffers\n",
 		(mem-pinned)/int64(opts.Devices), mem>>20, pinned)

@@ -56,6 +56,9 @@ type MicroOptions struct {
 	// NoSteal skips the compute loops beside reads (what reads take from
 	// the cores: the CPU engine's concern, not the GPU backend's).
 	NoSteal bool
+	// NoCorun skips the kernels beside kernels (what cores computing at
+	// once take from each other: the CPU engine's concern).
+	NoCorun bool
 	// Log receives progress lines (nil: none).
 	Log io.Writer
 }
@@ -104,6 +107,14 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 			return nil, err
 		}
 		out = append(out, ss...)
+	}
+	if !opts.NoCorun {
+		fmt.Fprintln(logw, "calibrate: kernels beside kernels (what cores computing at once take from each other)")
+		cs, err := microCorun(ctx, ds, opts, logw)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, cs...)
 	}
 	fmt.Fprintln(logw, "calibrate: task dispatch")
 	out = append(out, microLaunch())

@@ -58,6 +58,7 @@ func gpuMicro(ctx context.Context, ordinal int, mo MicroOptions) ([]Sample, stri
 	defer dev.Close()
 	fmt.Fprintf(mo.Log, "calibrate: GPU %d: %s (%d SMs), pipelines %s\n", ordinal, dev.Info().Name, dev.Info().SMs, dev.JIT())
 	mo.NoSteal = true
+	mo.NoCorun = true
 	samples, err := RunMicro(ctx, mo)
 	if err != nil {
 		return nil, "", err

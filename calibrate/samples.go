@@ -34,6 +34,10 @@ const (
 	// Rows its length in ns, Ns the median loop; beside reads Depth deep
 	// (Depth > 0), Bytes were read during the window.
 	CompSteal = "steal"
+	// CompCorun is one kernel (Op, Case, Rows) timed alone (Depth 0) or
+	// beside Depth kernels on the other cores (corun.go): Ns the median
+	// over Tasks alternations.
+	CompCorun = "corun"
 	// CompGPUH2D is the GPU backend's h2d of a scan unit: its columns
 	// (Bytes, as the host holds them) from pinned memory into device
 	// memory; Ns one call (gpumicro.go).

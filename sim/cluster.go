@@ -495,6 +495,9 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 		default:
 			c.host = append(c.host, add(LinkHost, nd, 0, n.HostCores))
 		}
+		if n.Corun > 0 && !(n.SharedMachine && nd > 0) {
+			c.net.SetContention(c.host[nd], n.HostCores, n.Corun)
+		}
 		if p.NVMe.CPUSteal > 0 && !(n.SharedMachine && nd > 0) {
 			// Reads slow the cores of the machine they are read on (on a
 			// shared machine, once: its SSDs and cores are node 0's).

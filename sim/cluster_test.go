@@ -711,6 +711,61 @@ func TestClusterColocationExempt(t *testing.T) {
 	}
 }
 
+// TestClusterCorun: on 2 host cores that lose a quarter with both busy
+// (node.corun 0.25), a kernel of 1 ms of work alone takes 1 ms; two at
+// once take 1.25 ms each.
+func TestClusterCorun(t *testing.T) {
+	for _, kernels := range []int32{1, 2} {
+		p, err := LoadProfile("testdata/profiles/tiny.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Node.KernelsOnHost, p.Node.KernelThreads, p.Node.HostCores, p.Node.Corun = true, 1, 2, 0.25
+		p.Host.Ops[plan.OpFilter] = costmodel.OpCost{RowRate: 1e9}
+		if err := p.Validate(); err != nil {
+			t.Fatal(err)
+		}
+		c, err := NewCluster(p, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ops := []plan.Op{{Kind: plan.OpFilter, Selectivity: 0.01}}
+		for dev := range kernels {
+			task := &scheduler.Task{Kind: scheduler.TaskKernel, Res: scheduler.Resource{Kind: scheduler.ResGPU}, Device: dev,
+				Pipeline: 1, Table: -1, Unit: -1, Rows: 1e6, Ops: ops, OpKind: plan.OpFilter}
+			if err := c.Start(task); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want := int64(2_000 + 1_000_000)
+		if kernels == 2 {
+			want = 2_000 + 1_250_000
+		}
+		for _, comp := range drain(t, c) {
+			if d := int64(comp.End - comp.Start); d < want-1 || d > want+1 {
+				t.Errorf("%d kernels at once: one took %d ns, want %d", kernels, d, want)
+			}
+		}
+	}
+}
+
+// node.corun is a loss between cores: not negative, and only with cores to
+// share.
+func TestProfileCorunInvalid(t *testing.T) {
+	p, err := LoadProfile("testdata/profiles/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Node.HostCores, p.Node.Corun = 2, -0.1
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "node.corun") {
+		t.Errorf("negative corun: error %v", err)
+	}
+	p.Node.HostCores, p.Node.Corun = 1, 0.1
+	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "host_cores above 1") {
+		t.Errorf("corun on one core: error %v", err)
+	}
+}
+
 // A co-location exemption names operator kinds, and needs a co-location.
 func TestProfileColocationExemptInvalid(t *testing.T) {
 	p, err := LoadProfile("testdata/profiles/tiny.yaml")

@@ -41,9 +41,12 @@ type link struct {
 	// slowedBy: links whose throughput slows this one (Net.SlowBy), at
 	// steal per unit of their throughput; slows: the links this one's
 	// throughput slows, and that throughput (units/ns) at its last solve.
-	slowedBy   []int32
-	steal      float64
-	speed      float64 // 1/(1 + steal·T) at the last solve
+	slowedBy []int32
+	steal    float64
+	speed    float64 // 1/(1 + steal·T) · contention speed, at the last solve
+	// contention, if set (Net.SetContention), slows every job of this
+	// compute link while others run beside it.
+	contention *contention
 	slows      []int32
 	throughput float64
 
@@ -217,12 +220,46 @@ func (n *Net) slowedSpeed(l *link) float64 {
 	return 1 / (1 + l.steal*t)
 }
 
+// contention is what the jobs of a compute link of cores take from each
+// other's speed when they run at once: caches and memory bandwidth shared
+// between the cores (costmodel: node.corun). With j jobs each runs at
+//
+//	1 / (1 + loss · (min(j, cores) − 1) / (cores − 1))
+//
+// of its speed alone: 1 alone, 1/(1 + loss) with every core busy (and
+// past that: more jobs than cores take turns, they do not add traffic).
+type contention struct {
+	cores, loss float64
+}
+
+func (c *contention) speed(jobs int) float64 {
+	busy := min(float64(jobs), c.cores)
+	if busy <= 1 {
+		return 1
+	}
+	return 1 / (1 + c.loss*(busy-1)/(c.cores-1))
+}
+
+// SetContention makes the jobs (flows without weights) of compute link l,
+// of cores, slow each other by loss when they run at once (contention).
+// It panics unless cores > 1 and loss is finite and non-negative, or if l
+// already has a contention (programmer errors).
+func (n *Net) SetContention(l LinkID, cores, loss float64) {
+	if !(cores > 1) || !(loss >= 0) || math.IsInf(loss, 0) || n.links[l].contention != nil {
+		panic("sim: SetContention needs cores > 1, a finite loss >= 0, and one contention per link")
+	}
+	n.links[l].contention = &contention{cores: cores, loss: loss}
+}
+
+// sped reports whether l's speed can fall below 1 (SlowBy, SetContention).
+func (l *link) sped() bool { return len(l.slowedBy) > 0 || l.contention != nil }
+
 // flowSpeed is the slowest speed of f's slowed links (1: none): a flow
 // capped at one core runs at that core's speed.
 func (n *Net) flowSpeed(f *flow) float64 {
 	s := 1.0
 	for i := 0; i < int(f.n); i++ {
-		if l := &n.links[f.links[i]]; len(l.slowedBy) > 0 {
+		if l := &n.links[f.links[i]]; l.sped() {
 			s = min(s, l.speed)
 		}
 	}
@@ -535,12 +572,18 @@ func (n *Net) solve(cl, cf []int32) {
 		if l.shared != nil {
 			l.capacity = l.shared.capacity(l.jobs)
 		}
-		if len(l.slowedBy) > 0 {
+		if l.sped() {
 			base := l.peak
 			if l.shared != nil {
 				base = l.capacity
 			}
-			l.speed = n.slowedSpeed(l)
+			l.speed = 1
+			if len(l.slowedBy) > 0 {
+				l.speed = n.slowedSpeed(l)
+			}
+			if l.contention != nil {
+				l.speed *= l.contention.speed(l.jobs)
+			}
 			l.capacity = base * l.speed
 		}
 		l.residual = l.capacity

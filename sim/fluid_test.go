@@ -214,3 +214,64 @@ func TestFlowWeightsChecked(t *testing.T) {
 	a := n.AddLink(1)
 	n.Start(FlowSpec{Links: []LinkID{a}, Size: 1, Weights: []float64{0.5}}) // valid: no panic
 }
+
+func TestContention(t *testing.T) {
+	// Two cores, loss 0.25: a job alone runs at full speed; two at once
+	// each at 1/1.25; four take turns on the two busy cores (each at
+	// 0.4). On the shared-cores link (eff 0.5 at 4 jobs) the loss comes
+	// on top of the co-location: four jobs get 2·0.5/1.25 = 0.8 cores.
+	for _, tc := range []struct {
+		shared bool
+		flows  int
+		end    int64
+	}{{false, 1, 1000}, {false, 2, 1250}, {false, 4, 2500}, {true, 1, 1000}, {true, 2, 1250}, {true, 4, 5000}} {
+		n := NewNet()
+		var l LinkID
+		if tc.shared {
+			l = n.AddSharedCoresLink(2, 0.5, 4)
+		} else {
+			l = n.AddLink(2)
+		}
+		n.SetContention(l, 2, 0.25)
+		for i := range tc.flows {
+			n.Start(FlowSpec{Links: []LinkID{l}, Size: 1000, Limit: 1, Tag: int32(i)})
+		}
+		for range tc.flows {
+			if _, _, end, ok := n.Step(); !ok || end != tc.end {
+				t.Errorf("shared %v, %d flows: a flow ended at %d (ok %v), want %d", tc.shared, tc.flows, end, ok, tc.end)
+			}
+		}
+	}
+	// A job that outlives its neighbour speeds up when it is left alone:
+	// two jobs of 1000 and 2000 share 1250 ns at 0.8 (1000 done each),
+	// then the second does its last 1000 alone.
+	n := NewNet()
+	l := n.AddLink(2)
+	n.SetContention(l, 2, 0.25)
+	n.Start(FlowSpec{Links: []LinkID{l}, Size: 1000, Limit: 1, Tag: 0})
+	n.Start(FlowSpec{Links: []LinkID{l}, Size: 2000, Limit: 1, Tag: 1})
+	for _, want := range []int64{1250, 2250} {
+		if _, _, end, ok := n.Step(); !ok || end != want {
+			t.Errorf("jobs of 1000 and 2000: one ended at %d (ok %v), want %d", end, ok, want)
+		}
+	}
+	// Weighted flows (a send's CPU) are not jobs: beside one kernel they
+	// leave it at full speed.
+	n = NewNet()
+	l = n.AddLink(2)
+	n.SetContention(l, 2, 0.25)
+	n.Start(FlowSpec{Links: []LinkID{l}, Size: 1000, Limit: 1, Tag: 0})
+	n.Start(FlowSpec{Links: []LinkID{l}, Size: 100, Weights: []float64{0.01}, Tag: 1})
+	for range 2 {
+		if tag, _, end, ok := n.Step(); ok && tag == 0 && end != 1000 {
+			t.Errorf("a kernel beside a weighted flow ended at %d, want 1000", end)
+		}
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("SetContention on one core did not panic")
+		}
+	}()
+	n = NewNet()
+	n.SetContention(n.AddLink(1), 1, 0.1)
+}

@@ -88,6 +88,16 @@ type NodeSpec struct {
 	// shared too, so a kernel's working set counts once per node against
 	// the cost terms' cache sizes. GPUs, PCIe links and NICs stay per node.
 	SharedMachine bool `yaml:"shared_machine"`
+	// Corun is what the host's cores take from each other's kernels when
+	// they compute at once (shared caches and memory bandwidth): with j
+	// jobs on the host, each runs at 1/(1 + corun·(min(j, host_cores) −
+	// 1)/(host_cores − 1)) of its price's speed, 1/(1 + corun) with every
+	// core busy. `gostachio calibrate --micro` measures it: the plans'
+	// leading kernels timed alone and beside the same kernel on another
+	// chunk on every other core. On a shared machine it is the machine's,
+	// as node 0's cores are; Colocation's loss (measured against one
+	// process with every core busy) comes on top of it. 0: none.
+	Corun float64 `yaml:"corun,omitempty"`
 	// Colocation, with SharedMachine, is the share of the host's
 	// throughput left when ColocationKernels kernels run on its host_cores
 	// at once (the workers' co-location efficiency that `gostachio cluster
@@ -270,6 +280,10 @@ func (p *Profile) Validate() error {
 		return fmt.Errorf("node needs at least one gpu, ssd and nic (gpus %d, ssds %d, nics %d)", n.GPUs, n.SSDs, n.NICs)
 	case n.HostCores <= 0:
 		return fmt.Errorf("node.host_cores must be positive")
+	case !(n.Corun >= 0) || n.Corun > 10:
+		return fmt.Errorf("node.corun %g outside [0, 10]", n.Corun)
+	case n.Corun > 0 && n.HostCores <= 1:
+		return fmt.Errorf("node.corun needs host_cores above 1 (%g): it is what cores computing at once take from each other", n.HostCores)
 	case n.Colocation < 0 || n.Colocation > 1:
 		return fmt.Errorf("node.colocation %g outside [0, 1]", n.Colocation)
 	case n.Colocation > 0 && float64(n.ColocationKernels) <= n.HostCores:
