@@ -19,6 +19,42 @@ import (
 // parses, and has the cluster's devices, the link's rate and latency, this
 // machine's cores (capped by the profile's) shared by the nodes, and the
 // NVMe bandwidth untouched (one disk, shared by the simulator).
+// The source profile's node.corun is left out of the derived one, with a
+// comment, unless kept; deriving again keeps the comment once.
+func TestDeriveProfileCorun(t *testing.T) {
+	src, err := os.ReadFile("../../sim/profiles/devbox-xeon.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	orig, err := sim.ParseProfile("devbox-xeon.yaml", src)
+	if err != nil || !(orig.Node.Corun > 0) {
+		t.Fatalf("devbox-xeon: corun %v (%v), want one", orig.Node.Corun, err)
+	}
+	d := Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.7}
+	for _, keep := range []bool{false, true} {
+		d.KeepCorun = keep
+		out, err := DeriveProfile(src, d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := sim.ParseProfile("derived", out)
+		if err != nil {
+			t.Fatalf("keep %v: %v\n%s", keep, err, out)
+		}
+		want := 0.0
+		if keep {
+			want = orig.Node.Corun
+		}
+		if p.Node.Corun != want || strings.Contains(string(out), "# corun:") == keep {
+			t.Errorf("keep %v: corun %v, want %v (and a comment where left out):\n%s", keep, p.Node.Corun, want, out)
+		}
+		again, err := DeriveProfile(out, d)
+		if err != nil || string(again) != string(out) {
+			t.Errorf("keep %v: deriving twice differs (%v)", keep, err)
+		}
+	}
+}
+
 func TestDeriveProfile(t *testing.T) {
 	src, err := os.ReadFile("../../sim/profiles/devbox-calibrated.yaml")
 	if err != nil {
