@@ -234,7 +234,7 @@ func newColocatePeerCmd() *cobra.Command {
 
 func newBenchSimCmd(g *globals) *cobra.Command {
 	var o cluster.SimBenchOptions
-	var link, qs, exempt string
+	var link, qs, exempt, colocationFrom string
 	var launches int
 	var within float64
 	cmd := &cobra.Command{
@@ -288,6 +288,11 @@ the rows of separate runs.`,
 			for _, q := range strings.Split(qs, ",") {
 				o.Queries = append(o.Queries, strings.TrimSpace(q))
 			}
+			for _, f := range strings.Split(colocationFrom, ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					o.ColocationFrom = append(o.ColocationFrom, f)
+				}
+			}
 			if exempt != "none" && exempt != "" {
 				for _, k := range strings.Split(exempt, ",") {
 					k = strings.TrimSpace(k)
@@ -325,6 +330,7 @@ the rows of separate runs.`,
 	f.IntVar(&o.ColocationRounds, "colocation-rounds", cluster.DefaultColocationRounds, "co-location rounds, each one process and then --nodes processes (their ratios' median counts)")
 	f.BoolVar(&o.KeepCorun, "keep-corun", false, "keep the profile's node.corun (kernels beside kernels in one process) in the derived profile; left out by default: the co-location measured here stands for all the workers lose sharing the machine")
 	f.StringVar(&exempt, "colocation-exempt", strings.Join(cluster.DefaultColocationExempt, ","), "operator kinds that lose nothing to co-location (node.colocation_exempt: their price is scaled by the co-location, so they run at one-process speed when every worker runs a kernel); none: every kind loses it")
+	f.StringVar(&colocationFrom, "colocation-from", "", "comma-separated --json outputs of earlier bench-sim launches on this machine: their co-location rounds are pooled with this launch's, and the profile's co-location is the median of them all (one launch's 18 rounds are noisy)")
 	f.BoolVar(&o.ColocationQueries, "colocation-queries", false, "measure the co-location on the leading operators of the queries' scan pipelines instead of the hash loop (and the loop's too, as colocation_loop)")
 	f.Float64Var(&o.NetCPUCost, "net-cpu-cost", 0, "ns of a core the network stack spends per byte at each end (0: measure it first on --link; negative: none)")
 	f.DurationVar(&o.NetCPUDuration, "net-cpu-duration", 3*time.Second, "length of the network CPU measurement's long runs (the short ones run a third of it)")

@@ -74,6 +74,11 @@ type SimBenchOptions struct {
 	// of the queries' scan pipelines (ColocationWork) instead of the hash
 	// loop, and the loop's too, for comparison (SimBenchRow.ColocationLoop).
 	ColocationQueries bool
+	// ColocationFrom are earlier launches' --json outputs whose
+	// co-location rounds are pooled with this launch's own: the profile's
+	// co-location is the median of them all (LoadColocationRounds). Not
+	// with a given Colocation or ColocationQueries.
+	ColocationFrom []string
 	// ColocationExempt are the kinds the derived profile exempts from the
 	// co-location loss (Derivation.ColocationExempt; nil: none).
 	ColocationExempt []string
@@ -142,6 +147,11 @@ type SimBenchRow struct {
 	// rows can be re-priced offline with another estimator; empty when
 	// --colocation gave it.
 	ColocationRatios []float64 `json:"colocation_ratios,omitempty"`
+	// ColocationPooled is how many rounds, of how many launches,
+	// Colocation is the median of when --colocation-from pooled earlier
+	// launches' with ColocationRatios (0: this launch's alone).
+	ColocationPooled         int `json:"colocation_pooled_rounds,omitempty"`
+	ColocationPooledLaunches int `json:"colocation_pooled_launches,omitempty"`
 	// ColocationExempt are the operator kinds the derived profile exempts
 	// from the co-location loss (node.colocation_exempt; empty: none).
 	ColocationExempt []string `json:"colocation_exempt,omitempty"`
@@ -438,6 +448,15 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	}
 	var ratios []float64
 	var loop float64
+	var pool PooledColocation
+	if len(o.ColocationFrom) > 0 {
+		if o.Colocation != 0 || o.ColocationQueries {
+			return nil, fmt.Errorf("cluster: bench-sim: --colocation-from pools measured rounds: not with --colocation or --colocation-queries")
+		}
+		if pool, err = LoadColocationRounds(o.ColocationFrom, o.Nodes, o.Devices); err != nil {
+			return nil, err
+		}
+	}
 	if o.Colocation == 0 {
 		works := []ColocationWork{{}}
 		if o.ColocationQueries {
@@ -457,6 +476,11 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			} else {
 				loop = min(c.Efficiency, 1)
 			}
+		}
+		if len(pool.Ratios) > 0 {
+			pool = pool.With(ratios)
+			o.Colocation = pool.Efficiency()
+			fmt.Fprintf(w, "co-location (loop, pooled): %.3f, the median of %d rounds of %d launches (this one's and --colocation-from's)\n", o.Colocation, len(pool.Ratios), pool.Launches)
 		}
 	}
 	if o.Colocation < 1 && len(o.ColocationExempt) > 0 {
@@ -584,6 +608,9 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		}
 		row.FabricEfficiency, row.Fabric = o.FabricEfficiency, fabric
 		row.Corun = derived.Node.Corun
+		if len(pool.Ratios) > 0 {
+			row.ColocationPooled, row.ColocationPooledLaunches = len(pool.Ratios), pool.Launches
+		}
 		if fullLink != "" {
 			if row.SimFullLink, err = simMakespan(ctx, o, fullLink, q, ratio); err != nil {
 				return rows, err
