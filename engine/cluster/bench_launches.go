@@ -213,13 +213,9 @@ func LoadLaunches(paths []string) ([]SimBenchRow, error) {
 	next := 1
 	var config, configFile string
 	for _, p := range paths {
-		raw, err := os.ReadFile(p)
+		rows, err := readSimBenchRows(p)
 		if err != nil {
 			return nil, fmt.Errorf("cluster: pool: %w", err)
-		}
-		var rows []SimBenchRow
-		if err := json.Unmarshal(raw, &rows); err != nil {
-			return nil, fmt.Errorf("cluster: pool: %s: not bench-sim --json rows: %v", p, err)
 		}
 		if len(rows) == 0 {
 			return nil, fmt.Errorf("cluster: pool: %s: no rows", p)
@@ -249,6 +245,19 @@ func LoadLaunches(paths []string) ([]SimBenchRow, error) {
 		all = append(all, rows...)
 	}
 	return all, nil
+}
+
+// readSimBenchRows reads one `gostachio --json cluster bench-sim` output.
+func readSimBenchRows(path string) ([]SimBenchRow, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var rows []SimBenchRow
+	if err := json.Unmarshal(raw, &rows); err != nil {
+		return nil, fmt.Errorf("%s: not bench-sim --json rows: %v", path, err)
+	}
+	return rows, nil
 }
 
 // PoolLaunches prints the pooled summary of the launches in paths

@@ -1,9 +1,7 @@
 package cluster
 
 import (
-	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 
 	"gostachio/internal/stats"
@@ -39,13 +37,9 @@ type PooledColocation struct {
 func LoadColocationRounds(paths []string, nodes, devices int) (PooledColocation, error) {
 	var pool PooledColocation
 	for _, p := range paths {
-		raw, err := os.ReadFile(p)
+		rows, err := readSimBenchRows(p)
 		if err != nil {
 			return PooledColocation{}, fmt.Errorf("cluster: --colocation-from: %w", err)
-		}
-		var rows []SimBenchRow
-		if err := json.Unmarshal(raw, &rows); err != nil {
-			return PooledColocation{}, fmt.Errorf("cluster: --colocation-from: %s: not bench-sim --json rows: %v", p, err)
 		}
 		var seen [][]float64
 		for i, r := range rows {
