@@ -18,7 +18,10 @@ func newCalibrateCmd(g *globals) *cobra.Command {
 		Long: `calibrate fits the simulator's cost model to this machine and writes a profile.
 
 --micro runs micro-benchmarks (storage reads over sizes and queue depths with
-the engine's O_DIRECT reader on DIR's lineitem file; the CPU h2d decode; task
+the engine's O_DIRECT reader on DIR's lineitem file; a compute loop on every
+core alone and beside those reads, what reads take from the cores; the plans'
+leading kernels alone and beside the same kernel on every other core, what
+cores computing at once take from each other; the CPU h2d decode; task
 dispatch; every kernel over sizes and selectivities: the TPC-H plans'
 filters, projections, aggregates and shuffles on DIR's tables, hash builds,
 probes and sorts) and saves them as PROFILE.samples.csv. --from-samples
