@@ -87,6 +87,10 @@ type LaunchSummary struct {
 	// efficiency lowered it: one set of engine runs, both models. Nil
 	// unless some row carries such a price.
 	FullLink *LaunchSummary `json:"full_link,omitempty"`
+	// OwnColocation is the same summary with every case priced at its
+	// launch's own co-location (SimBenchRow.SimOwnColocation) where
+	// --colocation-from pooled it; nil unless some row carries one.
+	OwnColocation *LaunchSummary `json:"own_colocation,omitempty"`
 }
 
 // SpreadSummary is LaunchSummary's counts for the leave-one-out
@@ -135,19 +139,27 @@ func SummarizeLaunches(rows []SimBenchRow, within float64) LaunchSummary {
 	if s.Launches >= 3 {
 		s.Spread = launchSpread(rows, within)
 	}
-	if slices.ContainsFunc(rows, func(r SimBenchRow) bool { return r.SimFullLink > 0 }) {
-		full := slices.Clone(rows)
-		for i := range full {
-			if r := &full[i]; r.SimFullLink > 0 {
-				*r = simBenchRow(r.Query, r.Engine, r.SimFullLink, r.SentMiB)
-				r.Launch = rows[i].Launch
-			}
-		}
-		fs := SummarizeLaunches(full, within)
-		fs.Spread = SpreadSummary{}
-		s.FullLink = &fs
-	}
+	s.FullLink = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimFullLink })
+	s.OwnColocation = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimOwnColocation })
 	return s
+}
+
+// repricedSummary is SummarizeLaunches of rows with each case priced at
+// sim's time instead where it has one (> 0); nil when no row has one.
+func repricedSummary(rows []SimBenchRow, within float64, sim func(SimBenchRow) float64) *LaunchSummary {
+	if !slices.ContainsFunc(rows, func(r SimBenchRow) bool { return sim(r) > 0 }) {
+		return nil
+	}
+	again := slices.Clone(rows)
+	for i := range again {
+		if r := &again[i]; sim(*r) > 0 {
+			*r = simBenchRow(r.Query, r.Engine, sim(*r), r.SentMiB)
+			r.Launch = rows[i].Launch
+		}
+	}
+	s := SummarizeLaunches(again, within)
+	s.Spread = SpreadSummary{}
+	return &s
 }
 
 // launchSpread is SpreadSummary over rows: a case whose query ran in
@@ -283,13 +295,20 @@ func printLaunchSummary(w io.Writer, s LaunchSummary) {
 	}
 	fmt.Fprintf(w, "over %d launches: median |error| %.1f%%, %d of %d cases within %.0f%%, every query within it in %d of %d launches; median error per query: %s\n",
 		s.Launches, 100*s.MedianAbs, s.Within, s.Cases, 100*s.WithinBound, s.AllWithin, s.Launches, strings.Join(parts, ", "))
-	if f := s.FullLink; f != nil {
+	for _, alt := range []struct {
+		what string
+		s    *LaunchSummary
+	}{{"at the link's full payload rate instead (no fabric efficiency)", s.FullLink}, {"at each launch's own co-location instead (not pooled)", s.OwnColocation}} {
+		f := alt.s
+		if f == nil {
+			continue
+		}
 		parts = parts[:0]
 		for i, q := range f.Queries {
 			parts = append(parts, fmt.Sprintf("%s %+.1f%%", q, 100*f.PerQuery[i]))
 		}
-		fmt.Fprintf(w, "priced at the link's full payload rate instead (no fabric efficiency): median |error| %.1f%%, %d of %d cases within %.0f%%, every query within it in %d of %d launches; median error per query: %s\n",
-			100*f.MedianAbs, f.Within, f.Cases, 100*f.WithinBound, f.AllWithin, f.Launches, strings.Join(parts, ", "))
+		fmt.Fprintf(w, "priced %s: median |error| %.1f%%, %d of %d cases within %.0f%%, every query within it in %d of %d launches; median error per query: %s\n",
+			alt.what, 100*f.MedianAbs, f.Within, f.Cases, 100*f.WithinBound, f.AllWithin, f.Launches, strings.Join(parts, ", "))
 	}
 	if sp := s.Spread; sp.Cases > 0 {
 		fmt.Fprintf(w, "the engine's own launch-to-launch spread: each case's engine median predicted by its query's median over the other launches is within %.0f%% in %d of %d cases, every query in %d of %d launches (median |error| %.1f%%)\n",

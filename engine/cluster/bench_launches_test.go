@@ -82,6 +82,24 @@ func TestSummarizeFullLink(t *testing.T) {
 	}
 }
 
+// TestSummarizeOwnColocation: rows priced also at their launch's own
+// co-location (pooled launches) get that summary too, and its line.
+func TestSummarizeOwnColocation(t *testing.T) {
+	runs := []float64{0.9, 1, 1.2} // median 1
+	rows := []SimBenchRow{simBenchRow("q3", runs, 1.05, 1), simBenchRow("q5", runs, 0.95, 1)}
+	rows[0].SimOwnColocation, rows[1].SimOwnColocation = 1.30, 1.08 // +30%, +8%
+	s := SummarizeLaunches(rows, 0.10)
+	o := s.OwnColocation
+	if o == nil || o.Within != 1 || math.Abs(o.MedianAbs-0.19) > 1e-12 || s.FullLink != nil || s.Within != 2 {
+		t.Fatalf("own co-location summary %+v (pooled %+v)", o, s)
+	}
+	var out bytes.Buffer
+	printLaunchSummary(&out, s)
+	if !strings.Contains(out.String(), "own co-location instead (not pooled): median |error| 19.0%, 1 of 2 cases") {
+		t.Errorf("summary lacks the own co-location line:\n%s", out.String())
+	}
+}
+
 // TestLaunchSpread predicts four launches' engine medians by the other
 // launches', worked by hand. Each case's runs are {0.9m, m, 1.2m}, so
 // the median of the runs is m (their mean would not be).

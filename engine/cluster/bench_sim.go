@@ -152,6 +152,11 @@ type SimBenchRow struct {
 	// launches' with ColocationRatios (0: this launch's alone).
 	ColocationPooled         int `json:"colocation_pooled_rounds,omitempty"`
 	ColocationPooledLaunches int `json:"colocation_pooled_launches,omitempty"`
+	// ColocationOwn and SimOwnColocation, when the co-location was
+	// pooled: this launch's own measurement and the query simulated at
+	// it, so that one set of engine runs is priced both ways.
+	ColocationOwn    float64 `json:"colocation_own,omitempty"`
+	SimOwnColocation float64 `json:"sim_own_colocation_s,omitempty"`
 	// ColocationExempt are the operator kinds the derived profile exempts
 	// from the co-location loss (node.colocation_exempt; empty: none).
 	ColocationExempt []string `json:"colocation_exempt,omitempty"`
@@ -449,6 +454,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	var ratios []float64
 	var loop float64
 	var pool PooledColocation
+	var own float64 // this launch's co-location, when pooled
 	if len(o.ColocationFrom) > 0 {
 		if o.Colocation != 0 || o.ColocationQueries {
 			return nil, fmt.Errorf("cluster: bench-sim: --colocation-from pools measured rounds: not with --colocation or --colocation-queries")
@@ -478,6 +484,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			}
 		}
 		if len(pool.Ratios) > 0 {
+			own = o.Colocation
 			pool = pool.With(ratios)
 			o.Colocation = pool.Efficiency()
 			fmt.Fprintf(w, "co-location (loop, pooled): %.3f, the median of %d rounds of %d launches (this one's and --colocation-from's)\n", o.Colocation, len(pool.Ratios), pool.Launches)
@@ -530,19 +537,11 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		o.FabricEfficiency = fit.Efficiency
 	}
 	if o.FabricEfficiency < 1 {
-		f, err := os.CreateTemp("", "gostachio-full-link-*.yaml")
-		if err != nil {
-			return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+		var err error
+		if fullLink, err = writeTempProfile("gostachio-full-link-*.yaml", prof); err != nil {
+			return nil, err
 		}
-		_, err = f.Write(append(prof, '\n'))
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		fullLink = f.Name()
 		defer os.Remove(fullLink)
-		if err != nil {
-			return nil, fmt.Errorf("cluster: bench-sim: %w", err)
-		}
 		deriv.FabricEfficiency = o.FabricEfficiency
 		if prof, derived, err = deriveBenchProfile(src, o, deriv); err != nil {
 			return nil, err
@@ -550,6 +549,19 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	}
 	if err := os.WriteFile(o.ProfileOut, append(prof, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+	}
+	ownProfile := "" // the profile at this launch's own co-location, when pooled
+	if own > 0 {
+		od := deriv
+		od.Colocation, od.FabricEfficiency = own, o.FabricEfficiency
+		op, _, err := deriveBenchProfile(src, o, od)
+		if err != nil {
+			return nil, err
+		}
+		if ownProfile, err = writeTempProfile("gostachio-own-colocation-*.yaml", op); err != nil {
+			return nil, err
+		}
+		defer os.Remove(ownProfile)
 	}
 	if o.RescaleCPU && derived.Host.Reference <= 0 {
 		return nil, fmt.Errorf("cluster: bench-sim --rescale-cpu: profile %s has no host.reference (the CPU reference's time at calibration): recalibrate it with this version", o.Profile)
@@ -611,6 +623,12 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		if len(pool.Ratios) > 0 {
 			row.ColocationPooled, row.ColocationPooledLaunches = len(pool.Ratios), pool.Launches
 		}
+		if ownProfile != "" {
+			row.ColocationOwn = own
+			if row.SimOwnColocation, err = simMakespan(ctx, o, ownProfile, q, ratio); err != nil {
+				return rows, err
+			}
+		}
 		if fullLink != "" {
 			if row.SimFullLink, err = simMakespan(ctx, o, fullLink, q, ratio); err != nil {
 				return rows, err
@@ -629,6 +647,24 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	}
 	printSimBench(w, o, rows)
 	return rows, nil
+}
+
+// writeTempProfile writes prof to a new temporary file named by pattern
+// and returns its path (removed again on error).
+func writeTempProfile(pattern string, prof []byte) (string, error) {
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return "", fmt.Errorf("cluster: bench-sim: %w", err)
+	}
+	_, err = f.Write(append(prof, '\n'))
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", fmt.Errorf("cluster: bench-sim: %w", err)
+	}
+	return f.Name(), nil
 }
 
 // deriveBenchProfile is bench-sim's profile for d (DeriveProfile, named
@@ -734,6 +770,9 @@ func printSimBench(w io.Writer, o SimBenchOptions, rows []SimBenchRow) {
 	fmt.Fprintln(w)
 	printRepriced(w, "unscaled (host prices as calibrated)", rows, func(r SimBenchRow) float64 { return r.SimUnscaled })
 	printRepriced(w, "at the link's full payload rate (no fabric efficiency)", rows, func(r SimBenchRow) float64 { return r.SimFullLink })
+	if len(rows) > 0 && rows[0].ColocationOwn > 0 {
+		printRepriced(w, fmt.Sprintf("at this launch's own co-location (%.3f, not pooled)", rows[0].ColocationOwn), rows, func(r SimBenchRow) float64 { return r.SimOwnColocation })
+	}
 }
 
 // printRepriced prints the rows' errors with the simulated times sim

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"gostachio/costmodel"
+	"gostachio/internal/stats"
 	"gostachio/sim"
 )
 
@@ -339,6 +340,66 @@ func TestBenchSimFabric(t *testing.T) {
 		t.Errorf("derived NIC %v B/s, want %v (efficiency %v)", float64(p.NIC.Bandwidth), want, e)
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "gostachio-full-link-*")); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
+// TestBenchSimPooledColocation: with --colocation-from the profile's
+// co-location is the median of the earlier launches' rounds and this
+// one's, the rows say so and carry the price at this launch's own
+// co-location, and no temporary profile is left behind.
+func TestBenchSimPooledColocation(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 4-worker netns cluster and the co-location loop for seconds")
+	}
+	needNetns(t)
+	exe := gostachioBin(t)
+	link, err := ParseLink("1Gbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	earlier := SimBenchRow{Query: "q3", Engine: []float64{1}, Nodes: 4, Devices: 1, ColocationRatios: slices.Repeat([]float64{0.9}, 20)}
+	raw, err := json.Marshal([]SimBenchRow{earlier, earlier})
+	if err != nil {
+		t.Fatal(err)
+	}
+	from := filepath.Join(tmp, "earlier.json")
+	if err := os.WriteFile(from, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(tmp, "derived.yaml")
+	rows, err := BenchSim(context.Background(), SimBenchOptions{Exe: exe, Nodes: 4, Link: link, Devices: 1, Data: testData(t),
+		Queries: []string{"q3"}, Reps: 1, Profile: "../../sim/profiles/devbox-calibrated.yaml", ProfileOut: out,
+		Latency: 15 * time.Microsecond, NetCPUCost: 1, FabricEfficiency: 1, ColocationFrom: []string{from},
+		ColocationRounds: 2, ColocationDuration: 200 * time.Millisecond}, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rows) != 1 {
+		t.Fatalf("%d rows, want 1", len(rows))
+	}
+	r := rows[0]
+	// 20 rounds at 0.9 and this launch's 2: the median is 0.9.
+	if r.Colocation != 0.9 || r.ColocationPooled != 22 || r.ColocationPooledLaunches != 2 || len(r.ColocationRatios) != 2 {
+		t.Errorf("row: co-location %v from %d rounds of %d launches, own rounds %v; want 0.9 from 22 of 2, 2 own", r.Colocation, r.ColocationPooled, r.ColocationPooledLaunches, r.ColocationRatios)
+	}
+	if own := stats.Median(r.ColocationRatios); math.Abs(r.ColocationOwn-min(own, 1)) > 1e-12 || !(r.SimOwnColocation > 0) {
+		t.Errorf("own co-location %v (rounds' median %v), priced at it %v s", r.ColocationOwn, own, r.SimOwnColocation)
+	}
+	// Less co-location, more time (and the other way round).
+	if (r.ColocationOwn < 0.9 && r.SimOwnColocation < 0.98*r.Sim) || (r.ColocationOwn > 0.9 && r.SimOwnColocation > 1.02*r.Sim) {
+		t.Errorf("at its own co-location %v: %v s; pooled 0.9: %v s", r.ColocationOwn, r.SimOwnColocation, r.Sim)
+	}
+	p, err := sim.LoadProfile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Node.Colocation != 0.9 {
+		t.Errorf("derived profile's co-location %v, want the pooled 0.9", p.Node.Colocation)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "gostachio-own-colocation-*")); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 }
