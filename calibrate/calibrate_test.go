@@ -210,6 +210,16 @@ func TestCalibrationReproducible(t *testing.T) {
 			t.Errorf("corun %s: %d samples alone and %d beside, want one of each", c, n, besideRuns[c])
 		}
 	}
+	// Probes are fitted with relative errors (fitProbes).
+	var probes []costmodel.OpSample
+	for _, s := range samples {
+		if s.Component == CompKernel && s.Op == plan.OpHashProbe.String() {
+			probes = append(probes, costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns), Terms: s.Terms, StrTerms: s.StrTerms, Out: float64(s.Out), Table: float64(s.Table)})
+		}
+	}
+	if want, _, err := costmodel.FitOpCostSizedWeighted(probes, 1); err != nil || a.Profile.Host.Ops[plan.OpHashProbe] != want {
+		t.Errorf("hash-probe fit %+v, want the relative-error fit %+v (%v)", a.Profile.Host.Ops[plan.OpHashProbe], want, err)
+	}
 	if corun, ok, _ := fitCorun(samples); !ok || num(prof.Node.Corun) != num(corun) {
 		t.Errorf("profile's node.corun %v, want the fit %v (ok %v)", prof.Node.Corun, corun, ok)
 	}

@@ -94,8 +94,8 @@ func (s OpSample) WorkingSet() float64 {
 // outvote.
 var FitWeightPower = 0.5
 
-// relNNLS fits y ≈ X·c, c ≥ 0, minimizing Σ((X·c − y)/y^FitWeightPower)².
-func relNNLS(x [][]float64, y []float64) ([]float64, error) {
+// relNNLS fits y ≈ X·c, c ≥ 0, minimizing Σ((X·c − y)/y^power)².
+func relNNLS(x [][]float64, y []float64, power float64) ([]float64, error) {
 	if len(x) == 0 {
 		return nil, fmt.Errorf("costmodel: fit: no samples")
 	}
@@ -105,7 +105,7 @@ func relNNLS(x [][]float64, y []float64) ([]float64, error) {
 	for i, row := range x {
 		w := 1.0
 		if y[i] > 0 {
-			w = math.Pow(y[i], -FitWeightPower)
+			w = math.Pow(y[i], -power)
 		}
 		for j, v := range row {
 			a.Set(i, j, v*w)
@@ -121,6 +121,11 @@ func relNNLS(x [][]float64, y []float64) ([]float64, error) {
 // whole ns) before the quality is computed. Fewer than one sample is an
 // error.
 func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
+	return fitOpCost(samples, FitWeightPower)
+}
+
+// fitOpCost is FitOpCost with residuals divided by y^power.
+func fitOpCost(samples []OpSample, power float64) (OpCost, FitQuality, error) {
 	if len(samples) == 0 {
 		return OpCost{}, FitQuality{}, fmt.Errorf("costmodel: fit operator cost: no samples")
 	}
@@ -130,7 +135,7 @@ func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
 		x[i] = []float64{1, s.Bytes, s.Rows, s.Rows * s.Terms, s.Out, s.Rows * s.StrTerms}
 		y[i] = s.Ns
 	}
-	c, err := relNNLS(x, y)
+	c, err := relNNLS(x, y, power)
 	if err != nil {
 		return OpCost{}, FitQuality{}, err
 	}
@@ -153,7 +158,17 @@ func FitOpCost(samples []OpSample) (OpCost, FitQuality, error) {
 // samples give the same OpCost. Without samples past the smallest cache
 // size the term stays zero, as in FitOpCost.
 func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
-	best, q, err := FitOpCost(samples)
+	return FitOpCostSizedWeighted(samples, FitWeightPower)
+}
+
+// FitOpCostSizedWeighted is FitOpCostSized with residuals divided by
+// y^power instead of y^FitWeightPower (1: relative errors, every sample
+// alike). It panics if power is negative or not finite.
+func FitOpCostSizedWeighted(samples []OpSample, power float64) (OpCost, FitQuality, error) {
+	if !(power >= 0) || math.IsInf(power, 0) {
+		panic("costmodel: FitOpCostSizedWeighted needs a finite power >= 0")
+	}
+	best, q, err := fitOpCost(samples, power)
 	if err != nil {
 		return best, q, err
 	}
@@ -161,7 +176,7 @@ func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
 	for i, s := range samples {
 		y[i] = s.Ns
 	}
-	bestErr := weightedSSE(best, samples)
+	bestErr := weightedSSE(best, samples, power)
 	for cache := float64(256 << 10); cache <= 1<<30; cache *= math.Sqrt2 {
 		cache = math.Round(cache)
 		x := make([][]float64, len(samples))
@@ -176,7 +191,7 @@ func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
 		if past < minPastCache {
 			break
 		}
-		c, err := relNNLS(x, y)
+		c, err := relNNLS(x, y, power)
 		if err != nil {
 			return OpCost{}, FitQuality{}, err
 		}
@@ -184,7 +199,7 @@ func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
 		if c[6] > 0 {
 			oc.Miss, oc.Cache = Duration(math.Round(c[6])), Bytes(cache)
 		}
-		if e := weightedSSE(oc, samples); e < bestErr {
+		if e := weightedSSE(oc, samples, power); e < bestErr {
 			best, bestErr = oc, e
 		}
 	}
@@ -202,12 +217,12 @@ func FitOpCostSized(samples []OpSample) (OpCost, FitQuality, error) {
 const minPastCache = 3
 
 // weightedSSE is the error relNNLS minimizes, of c's predictions.
-func weightedSSE(c OpCost, samples []OpSample) float64 {
+func weightedSSE(c OpCost, samples []OpSample, power float64) float64 {
 	var e float64
 	for _, s := range samples {
 		d := c.NsExpr(s.Bytes, s.Rows, s.Terms, s.StrTerms, s.Out, s.WorkingSet()) - s.Ns
 		if s.Ns > 0 {
-			d *= math.Pow(s.Ns, -FitWeightPower)
+			d *= math.Pow(s.Ns, -power)
 		}
 		e += d * d
 	}
@@ -249,7 +264,7 @@ func FitTransfer(samples []OpSample) (Transfer, FitQuality, error) {
 		x[i] = []float64{1, s.Bytes}
 		y[i] = s.Ns
 	}
-	c, err := relNNLS(x, y)
+	c, err := relNNLS(x, y, FitWeightPower)
 	if err != nil {
 		return Transfer{}, FitQuality{}, err
 	}
@@ -323,7 +338,7 @@ func FitStorage(samples []ReadSample, request int64, taskQD, maxQD int) (Storage
 		x[i] = row
 		y[i] = s.Ns * float64(s.Depth) / float64(s.Tasks)
 	}
-	c, err := relNNLS(x, y)
+	c, err := relNNLS(x, y, FitWeightPower)
 	if err != nil {
 		return Storage{}, FitQuality{}, err
 	}

@@ -393,3 +393,43 @@ profiled:
 		}
 	}
 }
+
+// FitOpCostSizedWeighted: the default power gives FitOpCostSized's fit;
+// power 1 weighs the small samples' relative errors as the large ones',
+// so on a mix of a cheap family and one costly sample whose per-row
+// costs disagree, its worst relative error is smaller than the default's
+// (which the large sample decides); a negative power panics.
+func TestFitOpCostSizedWeighted(t *testing.T) {
+	var samples []OpSample
+	for _, rows := range []float64{1000, 2000, 4000, 8000} {
+		samples = append(samples, OpSample{Rows: rows, Ns: 20 * rows}) // 20 ns/row
+	}
+	samples = append(samples, OpSample{Rows: 4e6, Ns: 5 * 4e6}, OpSample{Rows: 8e6, Ns: 5 * 8e6}) // 5 ns/row
+	def, _, err := FitOpCostSized(samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if same, _, err := FitOpCostSizedWeighted(samples, FitWeightPower); err != nil || same != def {
+		t.Errorf("at the default power: %+v (%v), want FitOpCostSized's %+v", same, err, def)
+	}
+	rel, _, err := FitOpCostSizedWeighted(samples, 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	worst := func(c OpCost) float64 {
+		w := 0.0
+		for _, s := range samples {
+			w = max(w, math.Abs(c.Ns(0, s.Rows)-s.Ns)/s.Ns)
+		}
+		return w
+	}
+	if !(worst(rel) < worst(def)) {
+		t.Errorf("worst relative error %.3f at power 1 (%+v), %.3f at the default (%+v): want power 1's smaller", worst(rel), rel, worst(def), def)
+	}
+	defer func() {
+		if recover() == nil {
+			t.Error("a negative power did not panic")
+		}
+	}()
+	FitOpCostSizedWeighted(samples, -1)
+}
