@@ -285,6 +285,26 @@ func gstNamespaces(t *testing.T) []string {
 	return names
 }
 
+// benchSimTestOptions are the bench-sim options both end-to-end tests
+// share (4 workers of one device at 1 Gbit/s on the test data, one rep, a
+// fixed network cost), with TMPDIR a fresh folder (returned) so that the
+// temporary profiles left behind can be counted; it skips where netns
+// clusters cannot run.
+func benchSimTestOptions(t *testing.T) (SimBenchOptions, string) {
+	t.Helper()
+	needNetns(t)
+	exe := gostachioBin(t)
+	link, err := ParseLink("1Gbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := t.TempDir()
+	t.Setenv("TMPDIR", tmp)
+	return SimBenchOptions{Exe: exe, Nodes: 4, Link: link, Devices: 1, Data: testData(t), Reps: 1,
+		Profile: "../../sim/profiles/devbox-calibrated.yaml", ProfileOut: filepath.Join(tmp, "derived.yaml"),
+		Latency: 15 * time.Microsecond, NetCPUCost: 1}, tmp
+}
+
 // TestBenchSimFabric runs bench-sim end to end on SF0.01 over 1 Gbit/s
 // links (the co-location and network cost given, the fabric measured):
 // every row carries the burst and its fit, the profile written has the
@@ -295,18 +315,10 @@ func TestBenchSimFabric(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 4-worker netns cluster and its bursts for seconds")
 	}
-	needNetns(t)
-	exe := gostachioBin(t)
-	link, err := ParseLink("1Gbit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
-	out := filepath.Join(tmp, "derived.yaml")
-	rows, err := BenchSim(context.Background(), SimBenchOptions{Exe: exe, Nodes: 4, Link: link, Devices: 1, Data: testData(t),
-		Queries: []string{"q3", "q5"}, Reps: 1, Profile: "../../sim/profiles/devbox-calibrated.yaml", ProfileOut: out,
-		Latency: 15 * time.Microsecond, Colocation: 0.6, NetCPUCost: 1, ColocationExempt: DefaultColocationExempt}, io.Discard, io.Discard)
+	o, tmp := benchSimTestOptions(t)
+	out := o.ProfileOut
+	o.Queries, o.Colocation, o.ColocationExempt = []string{"q3", "q5"}, 0.6, DefaultColocationExempt
+	rows, err := BenchSim(context.Background(), o, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,14 +364,7 @@ func TestBenchSimPooledColocation(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a 4-worker netns cluster and the co-location loop for seconds")
 	}
-	needNetns(t)
-	exe := gostachioBin(t)
-	link, err := ParseLink("1Gbit")
-	if err != nil {
-		t.Fatal(err)
-	}
-	tmp := t.TempDir()
-	t.Setenv("TMPDIR", tmp)
+	o, tmp := benchSimTestOptions(t)
 	earlier := SimBenchRow{Query: "q3", Engine: []float64{1}, Nodes: 4, Devices: 1, ColocationRatios: slices.Repeat([]float64{0.9}, 20)}
 	raw, err := json.Marshal([]SimBenchRow{earlier, earlier})
 	if err != nil {
@@ -369,11 +374,10 @@ func TestBenchSimPooledColocation(t *testing.T) {
 	if err := os.WriteFile(from, raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out := filepath.Join(tmp, "derived.yaml")
-	rows, err := BenchSim(context.Background(), SimBenchOptions{Exe: exe, Nodes: 4, Link: link, Devices: 1, Data: testData(t),
-		Queries: []string{"q3"}, Reps: 1, Profile: "../../sim/profiles/devbox-calibrated.yaml", ProfileOut: out,
-		Latency: 15 * time.Microsecond, NetCPUCost: 1, FabricEfficiency: 1, ColocationFrom: []string{from},
-		ColocationRounds: 2, ColocationDuration: 200 * time.Millisecond}, io.Discard, io.Discard)
+	out := o.ProfileOut
+	o.Queries, o.FabricEfficiency, o.ColocationFrom = []string{"q3"}, 1, []string{from}
+	o.ColocationRounds, o.ColocationDuration = 2, 200*time.Millisecond
+	rows, err := BenchSim(context.Background(), o, io.Discard, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
