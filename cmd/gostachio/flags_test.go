@@ -29,6 +29,9 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"cluster", "bench-fabric", "--link", "1Gbit", "--rounds", "-1"}, "--rounds -1 must be at least 1"},
 		{[]string{"cluster", "bench-fabric", "--link", "1Gbit", "--frame", "4B"}, "--frame 4 must be at least 8"},
 		{[]string{"cluster", "bench-fabric"}, "--link needs a rate"},
+		{[]string{"validate-reference", "--data", "/nonexistent", "--seconds", "0"}, "--seconds 0"},
+		{[]string{"validate-reference", "--data", "/nonexistent", "--block", "-1s"}, "--block -1"},
+		{[]string{"validate-reference", "--data", "/nonexistent", "--warmup", "-1"}, "--warmup -1"},
 	} {
 		root := newRoot()
 		var out, errOut bytes.Buffer

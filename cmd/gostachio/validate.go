@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -10,7 +11,9 @@ import (
 	"gostachio/sim"
 )
 
-func init() { commands = append(commands, newValidateCmd, newValidateSpreadCmd, newValidateOpsCmd) }
+func init() {
+	commands = append(commands, newValidateCmd, newValidateSpreadCmd, newValidateOpsCmd, newValidateReferenceCmd)
+}
 
 func newValidateCmd(g *globals) *cobra.Command {
 	var o calibrate.ValidateOptions
@@ -177,5 +180,64 @@ files are a cluster's (worker --op-times: one a worker), priced together.`,
 	cmd.Flags().StringVar(&o.Data, "data", "", "the dataset the times were taken on")
 	cmd.Flags().Float64Var(&o.CPUSlowdown, "cpu-slowdown", 0, "multiply every price by this factor (validate's --rescale-cpu factor; 0: as profiled)")
 	cmd.Flags().IntVar(&o.Warmup, "warmup", 1, "drop each query's first runs (a process's first runs of a query fault its memory in: drop half of them)")
+	return cmd
+}
+
+func newValidateReferenceCmd(g *globals) *cobra.Command {
+	var o calibrate.ResponseOptions
+	var seconds float64
+	cmd := &cobra.Command{
+		Use:   "validate-reference --data DIR [--profile P] [--queries q1,q6,q18] [--policy overlap] [--seconds 60]",
+		Short: "How much of the CPU reference's speed changes the engine's query times follow (what validate --rescale-cpu assumes)",
+		Long: `validate --rescale-cpu scales the simulator's CPU prices by the CPU
+reference's time beside the engine over its time at calibration: it assumes
+the engine slows down as the simulator so scaled says it does.
+validate-reference checks that on this machine. It runs each query over and
+over for --seconds (after --warmup untimed runs), each run between two
+timings of the CPU reference, and fits the engine's response to the
+reference: the slope of ln(time) on ln(reference) over --block windows of
+consecutive runs (each window's median time against its mean reference; least
+squares, with its standard error), as validate averages a whole run's
+references. 1: the time follows the reference; 0: it does not move. Beside it,
+the simulator's response over the same windows, its prices scaled by each
+window's reference (with --rescale-disk also its disk bandwidth by a disk
+reference read after every run, as validate --rescale-disk), and its median
+error over the windows. On a guest whose disk slows down when its CPU does,
+give --rescale-disk: without it the queries the simulator has waiting on the
+disk show a low simulator response against the engine's. Also printed: the paired response, between the runs both
+references put in the fast half of the machine's speeds and those both put in
+the slow half; a machine that changes speed within a run blurs the halves,
+and this response then falls below the windows'.`,
+		Args: cobra.NoArgs,
+		RunE: func(c *cobra.Command, _ []string) error {
+			if o.Profile == "" {
+				o.Profile = localProfilePath()
+			}
+			if !(seconds > 0) {
+				return fmt.Errorf("validate-reference: --seconds %v: want a positive number of seconds per query", seconds)
+			}
+			o.Duration = time.Duration(seconds * float64(time.Second))
+			o.Log = c.ErrOrStderr()
+			rep, err := calibrate.ReferenceResponse(c.Context(), o)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return writeJSON(c.OutOrStdout(), rep)
+			}
+			return rep.WriteText(c.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Profile, "profile", "", "profile pricing the queries, with host.reference (name or .yaml path) "+localProfileHelp)
+	f.StringVar(&o.Data, "data", "", "dataset the engine runs on")
+	f.StringVar(&o.Queries, "queries", "q1,q6,q18", "q1..q22, a comma-separated list, or all")
+	f.StringVar(&o.Policy, "policy", "overlap", "the engine's and the simulator's policy")
+	f.StringVar(&o.Set, "set", "", "knobs, e.g. chunk=16MiB")
+	f.Float64Var(&seconds, "seconds", 60, "how long each query runs (about 1 s of references per run besides)")
+	f.IntVar(&o.Warmup, "warmup", 2, "untimed runs of each query first")
+	f.DurationVar(&o.Block, "block", 10*time.Second, "the windows of the window response: runs starting in the same window of this length make one point")
+	f.BoolVar(&o.RescaleDisk, "rescale-disk", false, "read the disk reference after every run too, and scale the simulator's disk bandwidth per window by it (as validate --rescale-disk); needs SF 0.25 or more")
+	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }
