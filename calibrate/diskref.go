@@ -53,18 +53,28 @@ func diskModelBps(s *costmodel.Storage) float64 {
 	return bw
 }
 
+// diskRefFile is the file the disk reference reads and its size, or an
+// error naming it where it cannot hold a reference in s's requests.
+func diskRefFile(ds *dataset.Dataset, s *costmodel.Storage) (string, int64, error) {
+	path, size, err := readFile(ds)
+	if err != nil {
+		return "", 0, err
+	}
+	if req := int64(s.Request); req <= 0 || size < diskRefBytes {
+		return "", 0, fmt.Errorf("calibrate: --rescale-disk: the disk reference reads %d MiB of %s in requests of %d bytes; the file holds %d MiB (use a dataset of SF 0.25 or more)",
+			diskRefBytes>>20, path, req, size>>20)
+	}
+	return path, size, nil
+}
+
 // diskReference reads diskRefBytes of ds's lineitem file in s's requests
 // at its depth with r, and returns the bytes read and the time taken.
 func diskReference(ctx context.Context, r *storage.Reader, ds *dataset.Dataset, s *costmodel.Storage) (int64, time.Duration, error) {
-	path, size, err := readFile(ds)
+	path, size, err := diskRefFile(ds, s)
 	if err != nil {
 		return 0, 0, err
 	}
 	req := int64(s.Request)
-	if req <= 0 || size < diskRefBytes {
-		return 0, 0, fmt.Errorf("calibrate: --rescale-disk: the disk reference reads %d MiB of %s in requests of %d bytes; the file holds %d MiB (use a dataset of SF 0.25 or more)",
-			diskRefBytes>>20, path, req, size>>20)
-	}
 	depth := s.DeviceQD
 	if depth <= 0 {
 		depth = max(s.TaskQD, 1)

@@ -333,6 +333,11 @@ func ReferenceResponse(ctx context.Context, o ResponseOptions) (*ResponseReport,
 	if err != nil {
 		return nil, err
 	}
+	if o.RescaleDisk {
+		if _, _, err := diskRefFile(ds, &prof.NVMe); err != nil {
+			return nil, err
+		}
+	}
 	defer engine.TuneGC()()
 	engine.FitHeapLimit(ds)
 	if err := engine.VerifyOnce(ctx, ds, logw); err != nil {

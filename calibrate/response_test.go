@@ -130,7 +130,7 @@ func TestReferenceResponseBadInput(t *testing.T) {
 		{ResponseOptions{Profile: "h100-gpu-calibrated", Data: data}, "GPU backend"},
 		{ResponseOptions{Profile: "devbox-xeon", Data: t.TempDir()}, "manifest"},
 		// The disk reference reads 128 MiB of lineitem: SF0.01's is smaller.
-		{ResponseOptions{Profile: "devbox-xeon", Data: data, Queries: "q6", Duration: time.Millisecond, RescaleDisk: true}, "SF 0.25"},
+		{ResponseOptions{Profile: "devbox-xeon", Data: data, Queries: "q6", RescaleDisk: true}, "SF 0.25"},
 	} {
 		_, err := ReferenceResponse(context.Background(), c.o)
 		if err == nil || !strings.Contains(err.Error(), c.want) {
