@@ -16,6 +16,8 @@ import (
 	"gostachio/scheduler"
 	"gostachio/sim"
 	"gostachio/tpch/queries"
+
+	"gonum.org/v1/gonum/stat"
 )
 
 // How much of the CPU reference's speed changes a query's engine time
@@ -214,26 +216,22 @@ func lnSlope(xs, ys []float64) (b, se float64) {
 	if len(xs) < minBlocks {
 		return 0, 0
 	}
-	n := float64(len(xs))
-	var mx, my float64
+	lx, ly := make([]float64, len(xs)), make([]float64, len(ys))
 	for i := range xs {
-		mx, my = mx+math.Log(xs[i])/n, my+math.Log(ys[i])/n
+		lx[i], ly[i] = math.Log(xs[i]), math.Log(ys[i])
 	}
-	var sxx, sxy float64
-	for i := range xs {
-		x, y := math.Log(xs[i])-mx, math.Log(ys[i])-my
-		sxx, sxy = sxx+x*x, sxy+x*y
-	}
-	if !(sxx > 0) {
+	_, sd := stat.MeanStdDev(lx, nil)
+	if !(sd > 0) {
 		return 0, 0
 	}
-	b = sxy / sxx
+	a, b := stat.LinearRegression(lx, ly, nil, false)
 	var sse float64
-	for i := range xs {
-		e := math.Log(ys[i]) - my - b*(math.Log(xs[i])-mx)
+	for i := range lx {
+		e := ly[i] - a - b*lx[i]
 		sse += e * e
 	}
-	return b, math.Sqrt(sse / (n - 2) / sxx)
+	n := float64(len(lx))
+	return b, math.Sqrt(sse / (n - 2) / (sd * sd * (n - 1)))
 }
 
 // blockResponse fills r's windows (windowsOf at and block) and window
