@@ -42,7 +42,12 @@ import (
 // followed as the engine did (q3 0.51 against 0.68 ± 0.23, q8 0.51
 // against 0.53 ± 0.08). The halves gave about half the windows' response
 // (0.37–0.44): the machine changes speed within a run (half the runs' two
-// references fell on either side of the median), so the halves blur.
+// references fell on either side of the median), so the halves blur. The
+// windows blur too, less: a window's mean reference misjudges its speed a
+// little, which flattens the engine's slope (regression dilution) and not
+// the simulator's, priced at the very references; the report corrects the
+// engine's for it with the references' reliability, measured from the
+// agreement of the windows' references before and after the runs.
 
 // ResponseOptions configure ReferenceResponse.
 type ResponseOptions struct {
@@ -106,6 +111,18 @@ type QueryResponse struct {
 	// windows or no spread of their references.
 	BlockResponse float64 `json:"window_response"`
 	BlockSE       float64 `json:"window_response_se"`
+	// RefReliability is how much of the spread of the windows' mean
+	// references is the machine's and not the reference's own noise
+	// (refReliability of the windows' mean references before and after
+	// the runs), and BlockCorrected = BlockResponse / RefReliability, its
+	// standard error BlockSE / RefReliability: a reference that misjudges
+	// a window's speed flattens the engine's slope towards 0 (regression
+	// dilution) where the simulator's, priced at the same references, is
+	// not flattened. 0 where the windows give no reliability (fewer than
+	// minBlocks, or before and after uncorrelated).
+	RefReliability float64 `json:"ref_reliability"`
+	BlockCorrected float64 `json:"window_response_corrected"`
+	CorrectedSE    float64 `json:"window_response_corrected_se"`
 	// SimResponse is the simulator's response over the same windows
 	// (the same least squares; its CPU prices scaled by each window's
 	// reference over the profile's, as validate --rescale-cpu scales
@@ -235,27 +252,69 @@ func lnSlope(xs, ys []float64) (b, se float64) {
 }
 
 // blockResponse fills r's windows (windowsOf at and block) and window
-// response from the runs' times (seconds), references (ns, the mean of
-// each run's two) and start offsets (seconds from the first run): the
-// response is lnSlope of the windows' median times on their mean
-// references. It panics unless the three slices have one value per run
-// and block is positive.
-func blockResponse(r *QueryResponse, times, refs, at []float64, block float64) {
-	if len(refs) != len(times) || len(at) != len(times) || !(block > 0) {
-		panic("calibrate: blockResponse: one time, reference and offset per run, and a positive window")
+// response from the runs' times (seconds), the references before (r1) and
+// after (r2) each (ns) and the runs' start offsets (seconds from the first
+// run): the response is lnSlope of the windows' median times on their mean
+// references (the mean of each run's two), corrected for the references'
+// own noise by refReliability of the windows' means of r1 and of r2. It
+// panics unless the four slices have one value per run and block is
+// positive.
+func blockResponse(r *QueryResponse, times, r1, r2, at []float64, block float64) {
+	if len(r1) != len(times) || len(r2) != len(times) || len(at) != len(times) || !(block > 0) {
+		panic("calibrate: blockResponse: one time, two references and an offset per run, and a positive window")
 	}
 	r.Windows = nil
-	var xs, ys []float64
+	var xs, ys, before, after []float64
 	for _, w := range windowsOf(at, block) {
-		var sum float64
-		for _, v := range refs[w[0]:w[1]] {
-			sum += v
+		var s1, s2 float64
+		for k := w[0]; k < w[1]; k++ {
+			s1, s2 = s1+r1[k], s2+r2[k]
 		}
-		rw := ResponseWindow{Start: math.Floor(at[w[0]]/block) * block, Runs: w[1] - w[0], RefNs: sum / float64(w[1]-w[0]), Engine: stats.Median(times[w[0]:w[1]])}
+		n := float64(w[1] - w[0])
+		rw := ResponseWindow{Start: math.Floor(at[w[0]]/block) * block, Runs: w[1] - w[0], RefNs: (s1 + s2) / (2 * n), Engine: stats.Median(times[w[0]:w[1]])}
 		r.Windows = append(r.Windows, rw)
 		xs, ys = append(xs, rw.RefNs), append(ys, rw.Engine)
+		before, after = append(before, s1/n), append(after, s2/n)
 	}
 	r.BlockResponse, r.BlockSE = lnSlope(xs, ys)
+	r.RefReliability, r.BlockCorrected, r.CorrectedSE = 0, 0, 0
+	if rel := refReliability(before, after); rel > 0 && r.BlockSE > 0 {
+		r.RefReliability = rel
+		r.BlockCorrected, r.CorrectedSE = r.BlockResponse/rel, r.BlockSE/rel
+	}
+}
+
+// refReliability is the share of the variance of ln((a+b)/2) across
+// windows that is the windows' true speed's, from two readings of it per
+// window, a (the mean reference before the runs) and b (after): with
+// ρ = corr(ln a, ln b) (Pearson) the reliability of one reading, that of
+// their mean is 2ρ/(1+ρ) (Spearman–Brown). It assumes the two readings
+// err independently; a reference taken after one run and the next one's
+// taken right after it share the machine's state of that moment, which
+// raises ρ, so the correction is, if anything, too small. It returns 0
+// with fewer than minBlocks windows, no spread, or ρ ≤ 0. It panics
+// unless a and b have the same length.
+func refReliability(a, b []float64) float64 {
+	if len(a) != len(b) {
+		panic("calibrate: refReliability: one reading before and one after per window")
+	}
+	if len(a) < minBlocks {
+		return 0
+	}
+	la, lb := make([]float64, len(a)), make([]float64, len(b))
+	for i := range a {
+		la[i], lb[i] = math.Log(a[i]), math.Log(b[i])
+	}
+	_, sa := stat.MeanStdDev(la, nil)
+	_, sb := stat.MeanStdDev(lb, nil)
+	if !(sa > 0 && sb > 0) {
+		return 0
+	}
+	rho := stat.Correlation(la, lb, nil)
+	if !(rho > 0) {
+		return 0
+	}
+	return 2 * rho / (1 + rho)
 }
 
 // priceWindows fills each window's Sim (price's seconds for it), r's
@@ -386,11 +445,7 @@ func ReferenceResponse(ctx context.Context, o ResponseOptions) (*ResponseReport,
 		}
 		r := QueryResponse{Query: q, Policy: o.Policy, Set: o.Set}
 		splitResponse(&r, times, r1, r2)
-		refs := make([]float64, len(times))
-		for i := range refs {
-			refs[i] = (r1[i] + r2[i]) / 2
-		}
-		blockResponse(&r, times, refs, at, o.Block.Seconds())
+		blockResponse(&r, times, r1, r2, at, o.Block.Seconds())
 		if o.RescaleDisk {
 			for i, w := range windowsOf(at, o.Block.Seconds()) {
 				var b, d float64
@@ -431,7 +486,7 @@ func ReferenceResponse(ctx context.Context, o ResponseOptions) (*ResponseReport,
 func (r *ResponseReport) WriteText(w io.Writer) error {
 	fmt.Fprintf(w, "CPU reference at calibration (profile %s): %.2f ms\n", r.Profile, r.ProfileRefNs/1e6)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "query\tpolicy\truns\twindows\tref ms\tdisk GB/s\tengine response\tsim response\tsim error\tpaired: fast\tslow\tref ratio\tengine ratio\tresponse\t")
+	fmt.Fprintln(tw, "query\tpolicy\truns\twindows\tref ms\tdisk GB/s\tengine response\treliability\tcorrected\tsim response\tsim error\tpaired: fast\tslow\tref ratio\tengine ratio\tresponse\t")
 	var unsplit []string
 	disk := false
 	for _, q := range r.Queries {
@@ -452,19 +507,24 @@ func (r *ResponseReport) WriteText(w io.Writer) error {
 		if len(q.Windows) >= minBlocks && q.BlockSE > 0 {
 			resp = fmt.Sprintf("%.2f ± %.2f", q.BlockResponse, q.BlockSE)
 		}
+		rel, corrected := "-", "-"
+		if q.RefReliability > 0 {
+			rel, corrected = fmt.Sprintf("%.2f", q.RefReliability), fmt.Sprintf("%.2f ± %.2f", q.BlockCorrected, q.CorrectedSE)
+		}
 		paired := "-\t-\t-"
 		if q.Split {
 			paired = fmt.Sprintf("%.3f\t%.3f\t%.2f", q.RefRatio, q.EngineRatio, q.EngineResponse)
 		} else {
 			unsplit = append(unsplit, q.Query)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%.2f\t%+.1f%%\t%d\t%d\t%s\t\n",
-			q.Query, q.Policy, q.Runs, len(q.Windows), refs, disks, resp, q.SimResponse, 100*q.SimErrMedian, q.Fast, q.Slow, paired)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\t%.2f\t%+.1f%%\t%d\t%d\t%s\t\n",
+			q.Query, q.Policy, q.Runs, len(q.Windows), refs, disks, resp, rel, corrected, q.SimResponse, 100*q.SimErrMedian, q.Fast, q.Slow, paired)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
 	fmt.Fprintln(w, "response: the slope of ln(time) on ln(CPU reference) over windows of consecutive runs, each window's median time against its mean reference (least squares, the engine's ± its standard error; 1: the time follows the reference, 0: it does not move);")
+	fmt.Fprintln(w, "reliability: the share of the windows' spread of references that is the machine's, not the reference's noise (Spearman–Brown from the correlation of the windows' references before and after the runs); corrected: the engine's response over it, the one to compare with the simulator's, which the reference's noise does not flatten;")
 	if disk {
 		fmt.Fprintln(w, "sim: the profile's CPU prices scaled by a window's CPU reference over the profile's and its disk bandwidth by the window's disk reference over the profile's model (validate --rescale-cpu --rescale-disk); error: its median over the windows;")
 	} else {

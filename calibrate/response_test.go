@@ -153,9 +153,14 @@ func TestBlockResponse(t *testing.T) {
 		}
 	}
 	var r QueryResponse
-	blockResponse(&r, times, refs, at, 10)
+	blockResponse(&r, times, refs, refs, at, 10)
 	if len(r.Windows) != 6 || math.Abs(r.BlockResponse-0.6) > 1e-9 || r.BlockSE > 1e-9 {
 		t.Errorf("windows %d, response %v ± %v; want 6, 0.6 ± 0", len(r.Windows), r.BlockResponse, r.BlockSE)
+	}
+	// The references before and after agree exactly: reliability 1,
+	// nothing to correct.
+	if math.Abs(r.RefReliability-1) > 1e-12 || math.Abs(r.BlockCorrected-r.BlockResponse) > 1e-12 {
+		t.Errorf("exact references: reliability %v, corrected %v; want 1, %v", r.RefReliability, r.BlockCorrected, r.BlockResponse)
 	}
 	if w := r.Windows[1]; w.Start != 10 || w.Runs != 5 || w.RefNs != 5e6 || math.Abs(w.Engine-0.2*math.Pow(1.25, 0.6)) > 1e-12 {
 		t.Errorf("window 1: %+v", w)
@@ -174,7 +179,7 @@ func TestBlockResponse(t *testing.T) {
 		t.Errorf("sim error median %v, want %v", r.SimErrMedian, want)
 	}
 	// 20 s windows hold two of the 10 s ones: 3 windows, no response.
-	blockResponse(&r, times, refs, at, 20)
+	blockResponse(&r, times, refs, refs, at, 20)
 	if len(r.Windows) != 3 || r.BlockResponse != 0 {
 		t.Errorf("20 s windows: %d, response %v; want 3, 0", len(r.Windows), r.BlockResponse)
 	}
@@ -183,5 +188,69 @@ func TestBlockResponse(t *testing.T) {
 			t.Error("blockResponse with a zero window did not panic")
 		}
 	}()
-	blockResponse(&r, times, refs, at, 0)
+	blockResponse(&r, times, refs, refs, at, 0)
+}
+
+// TestRefReliability: two readings ln a = x + d and ln b = x − d of a
+// true ln speed x, their error d uncorrelated with x, correlate at
+// ρ = (var x − var d)/(var x + var d); their mean's reliability is
+// 2ρ/(1+ρ). With var x = 1.5 and var d = 1: ρ = 0.2, reliability 1/3.
+func TestRefReliability(t *testing.T) {
+	x := []float64{-1.5, 0, 1.5, -1.5, 0, 1.5}
+	d := []float64{1, 1, 1, -1, -1, -1}
+	a, b := make([]float64, len(x)), make([]float64, len(x))
+	for i := range x {
+		a[i], b[i] = math.Exp(x[i]+d[i]), math.Exp(x[i]-d[i])
+	}
+	if got := refReliability(a, b); math.Abs(got-1.0/3) > 1e-12 {
+		t.Errorf("reliability %v, want 1/3", got)
+	}
+	if got := refReliability(a, a); math.Abs(got-1) > 1e-12 {
+		t.Errorf("identical readings: reliability %v, want 1", got)
+	}
+	// Readings that anti-correlate say nothing of the windows' speed.
+	if got := refReliability([]float64{1, 2, 3, 4}, []float64{4, 3, 2, 1}); got != 0 {
+		t.Errorf("anti-correlated readings: reliability %v, want 0", got)
+	}
+	if got := refReliability(a[:3], b[:3]); got != 0 {
+		t.Errorf("3 windows: reliability %v, want 0 (under minBlocks)", got)
+	}
+
+	// blockResponse divides the windows' slope by it: engine times that
+	// follow the true speed x at 0.8, fitted on the mean of two readings
+	// whose errors (uncorrelated with x and with each other) flatten it.
+	x = []float64{-0.3, 0, 0.3, -0.3, 0, 0.3}
+	d1 := []float64{0.2, 0.2, 0.2, -0.2, -0.2, -0.2}
+	d2 := []float64{0.1, -0.2, 0.1, -0.1, 0.2, -0.1}
+	var times, r1, r2, at []float64
+	for k := range x {
+		for j := range 5 {
+			times = append(times, 0.2*math.Exp(0.8*x[k])*[]float64{0.97, 1, 1.03, 1.01, 0.99}[j])
+			r1, r2 = append(r1, 5e6*math.Exp(x[k]+d1[k])), append(r2, 5e6*math.Exp(x[k]+d2[k]))
+			at = append(at, float64(10*k)+float64(j))
+		}
+	}
+	var r QueryResponse
+	blockResponse(&r, times, r1, r2, at, 10)
+	want := refReliability(r1Means(r1, 5), r1Means(r2, 5))
+	if !(want > 0 && want < 1) || math.Abs(r.RefReliability-want) > 1e-12 || math.Abs(r.BlockCorrected-r.BlockResponse/want) > 1e-12 || math.Abs(r.CorrectedSE-r.BlockSE/want) > 1e-12 {
+		t.Errorf("reliability %v (want %v in (0, 1)), corrected %v ± %v from %v ± %v", r.RefReliability, want, r.BlockCorrected, r.CorrectedSE, r.BlockResponse, r.BlockSE)
+	}
+	if !(r.BlockResponse < 0.7 && math.Abs(r.BlockCorrected-0.8) < math.Abs(r.BlockResponse-0.8)) {
+		t.Errorf("the noisy reference should flatten the slope below 0.8 and the correction bring it closer: %v -> %v", r.BlockResponse, r.BlockCorrected)
+	}
+	t.Logf("true 0.8: fitted %.3f ± %.3f, reliability %.3f, corrected %.3f ± %.3f", r.BlockResponse, r.BlockSE, r.RefReliability, r.BlockCorrected, r.CorrectedSE)
+}
+
+// r1Means is the mean of every n consecutive values.
+func r1Means(v []float64, n int) []float64 {
+	var out []float64
+	for i := 0; i < len(v); i += n {
+		var s float64
+		for _, x := range v[i : i+n] {
+			s += x
+		}
+		out = append(out, s/float64(n))
+	}
+	return out
 }
