@@ -421,6 +421,40 @@ func TestHeldOutQueries(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "results.csv")); err != nil {
 		t.Errorf("no results.csv: %v", err)
 	}
+	// Re-priced later from the folder, at the rescale the validation
+	// measured and recorded: the validation's own summary for its
+	// profile, its --compare's for the slower disk, case by case.
+	rp, err := Reprice(context.Background(), RepriceOptions{Data: testData(t), Profiles: []string{prof, slowDisk}, Dirs: []string{dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rp.Rows) != 2 {
+		t.Fatalf("%d re-priced rows, want 2 (one validation, two profiles)", len(rp.Rows))
+	}
+	for i, want := range []Comparison{same, slow} {
+		got := rp.Rows[i]
+		if got.MedianAbs != want.MedianAbs || got.MaxAbs != want.MaxAbs || got.MeanErr != want.MeanErr ||
+			got.Under != want.Under || got.SameRanking != want.SameRanking || got.Reversed != want.Reversed || len(got.Sims) != len(want.Sims) {
+			t.Fatalf("re-priced %s: %+v; the validation said %+v", got.Profile, got, want)
+		}
+		for k := range want.Sims {
+			if got.Sims[k] != want.Sims[k] || got.Engine[k] != rep.Cases[k].Engine {
+				t.Errorf("re-priced %s, case %s: sim %g engine %g; the validation %g and %g", got.Profile, got.CaseNames[k], got.Sims[k], got.Engine[k], want.Sims[k], rep.Cases[k].Engine)
+			}
+		}
+		if got.CPURatio != rep.CPU.Ratio || got.DiskRatio != 0 || got.Cases != 6 || got.Queries != 3 {
+			t.Errorf("re-priced %s: CPU ×%g disk ×%g, %d cases of %d queries; want ×%g, none, 6 of 3", got.Profile, got.CPURatio, got.DiskRatio, got.Cases, got.Queries, rep.CPU.Ratio)
+		}
+	}
+	var rpText strings.Builder
+	if err := rp.WriteText(&rpText); err != nil || !strings.Contains(rpText.String(), "slowdisk") {
+		t.Errorf("reprice text (err %v):\n%s", err, rpText.String())
+	}
+	// The validation rescaled the CPU: a profile without a reference
+	// cannot be priced as it was.
+	if _, err := Reprice(context.Background(), RepriceOptions{Data: testData(t), Profiles: []string{noRef}, Dirs: []string{dir}}); err == nil || !strings.Contains(err.Error(), "host.reference") {
+		t.Errorf("reprice with a profile without reference: error %v, want one naming host.reference", err)
+	}
 }
 
 func TestKendallTau(t *testing.T) {

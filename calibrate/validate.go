@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"gostachio/costmodel"
 	"gostachio/dataset"
 	"gostachio/engine"
 	"gostachio/engine/gpu"
@@ -435,19 +434,16 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 		if !scaleCPU && disk == nil {
 			return cpu, disk, nil
 		}
-		scaled := *p
+		var cpuRatio, diskRatio float64
 		if scaleCPU {
 			unscaled := summarize(p.Name, names, cases)
 			cpu.Rescaled, cpu.UnscaledMedianAbs, cpu.UnscaledMeanErr = true, unscaled.MedianAbs, unscaled.MeanErr
-			scaled.Host = p.Host.Slowed(cpu.Ratio)
-			if !opts.UseGPU {
-				scaled.GPU = p.GPU.Slowed(cpu.Ratio) // a CPU profile's "GPU" is the host too
-			}
+			cpuRatio = cpu.Ratio
 		}
 		if disk != nil {
-			scaled.NVMe.Bandwidth = costmodel.Rate(float64(p.NVMe.Bandwidth) * disk.Ratio)
+			diskRatio = disk.Ratio
 		}
-		return cpu, disk, simulateCases(ctx, cases, &scaled, sf, tables, opts.UseGPU && opts.GPUHybrid)
+		return cpu, disk, simulateCases(ctx, cases, rescaledProfile(p, cpuRatio, diskRatio, opts.UseGPU), sf, tables, opts.UseGPU && opts.GPUHybrid)
 	}
 	if len(refs) > 0 || diskReads > 0 {
 		cpu, disk, err := rescale(prof, cases)
@@ -472,6 +468,20 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	rep.RunOrder = opts.Order
 	if opts.Out != "" {
 		if err := writeValidation(rep, opts, prof.Name, sf, started, logw); err != nil {
+			return rep, err
+		}
+		rec := ValidationRecord{Started: started, Profile: opts.Profile, Data: opts.Data, SF: sf,
+			GPU: opts.UseGPU, GPUHybrid: opts.UseGPU && opts.GPUHybrid,
+			RescaleCPU: opts.RescaleCPU && len(refs) > 0, RescaleDisk: diskReads > 0,
+			CPURefN: len(refs), DiskBps: diskBps, DiskReads: diskReads}
+		if len(refs) > 0 {
+			var sum float64
+			for _, r := range refs {
+				sum += float64(r)
+			}
+			rec.CPURefNs = sum / float64(len(refs))
+		}
+		if err := appendRecord(opts.Out, rec); err != nil {
 			return rep, err
 		}
 	}

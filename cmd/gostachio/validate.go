@@ -12,7 +12,7 @@ import (
 )
 
 func init() {
-	commands = append(commands, newValidateCmd, newValidateSpreadCmd, newValidateOpsCmd, newValidateReferenceCmd)
+	commands = append(commands, newValidateCmd, newValidateSpreadCmd, newValidateRepriceCmd, newValidateOpsCmd, newValidateReferenceCmd)
 }
 
 func newValidateCmd(g *globals) *cobra.Command {
@@ -37,7 +37,9 @@ since each measured median is off the true one by its rounds' noise (more
 rounds lower it). With --compare P2,P3 the same engine runs are also priced by
 other profiles, summarized side by side (a change of the model measured on one set
 of runs, free of the machine's drift between validations). With --out it appends
-engine and sim rows to OUT/results.csv and draws OUT/sim-vs-engine.{png,svg}.`,
+engine and sim rows to OUT/results.csv, the CPU and disk references it measured
+to OUT/validations.jsonl (what validate-reprice needs) and draws
+OUT/sim-vs-engine.{png,svg}.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if o.Profile == "" {
@@ -132,6 +134,47 @@ between runs hours apart; validate's error is to be read against this floor.`,
 	}
 	cmd.Flags().Float64Var(&o.MedianTarget, "median-target", 0.05, "bound on a validation's median |error| (issue 7: 0.05)")
 	cmd.Flags().Float64Var(&o.MaxTarget, "max-target", 0.15, "bound on a validation's max |error| (issue 7: 0.15)")
+	return cmd
+}
+
+func newValidateRepriceCmd(g *globals) *cobra.Command {
+	var o calibrate.RepriceOptions
+	var profiles string
+	cmd := &cobra.Command{
+		Use:   "validate-reprice --data DIR --profiles P1,P2 OUT...",
+		Short: "Price saved validations' engine runs with other profiles (a model A/B on the same runs, after the fact)",
+		Long: `Reads the engine rounds of validate --out folders (a folder holding several
+appended validations counts as one per start time) and prices every case with
+each profile of --profiles, at the CPU and disk rescales each validation
+measured and applied (OUT/validations.jsonl), and summarizes each validation and
+profile as validate does: median, P90 and max |error| with its case, bias, the
+queries ranked alike (Kendall tau = 1) and the pairs of cases the engine
+separates that the profile reverses. A profile priced against its own validation
+reproduces that validation's summary; so --compare can be run later, on every
+validation kept. --data is the dataset the validations ran on (its statistics
+size the simulated queries).`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(c *cobra.Command, dirs []string) error {
+			for _, p := range strings.Split(profiles, ",") {
+				if p = strings.TrimSpace(p); p != "" {
+					o.Profiles = append(o.Profiles, p)
+				}
+			}
+			o.Dirs, o.Log = dirs, c.ErrOrStderr()
+			rep, err := calibrate.Reprice(c.Context(), o)
+			if err != nil {
+				return err
+			}
+			if g.json {
+				return writeJSON(c.OutOrStdout(), rep)
+			}
+			return rep.WriteText(c.OutOrStdout())
+		},
+	}
+	cmd.Flags().StringVar(&o.Data, "data", "", "the dataset the validations ran on")
+	cmd.Flags().StringVar(&profiles, "profiles", "", "profiles to price the runs with, comma-separated (names or .yaml paths)")
+	_ = cmd.MarkFlagRequired("data")
+	_ = cmd.MarkFlagRequired("profiles")
 	return cmd
 }
 
