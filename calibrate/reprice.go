@@ -12,12 +12,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
 	"gostachio/costmodel"
-	"gostachio/experiments"
 	"gostachio/internal/atomicfile"
 	"gostachio/sim"
 )
@@ -219,67 +218,29 @@ func readSaved(dir string) ([]savedValidation, error) {
 	if err != nil {
 		return nil, err
 	}
-	rows, err := experiments.ReadResults(dir)
+	runs, err := readSavedRuns(dir, "reprice")
 	if err != nil {
-		return nil, fmt.Errorf("calibrate: reprice: %w", err)
+		return nil, err
 	}
-	byStart := map[string]*savedValidation{}
-	index := map[string]map[string]int{}
-	var starts []string
-	for _, r := range rows {
-		if r.Backend != "engine" {
-			continue
-		}
-		if !(r.Seconds > 0) {
-			return nil, fmt.Errorf("calibrate: reprice: %s: engine row %s has %g seconds", dir, r.Key, r.Seconds)
-		}
-		v, ok := byStart[r.Started]
+	out := make([]savedValidation, 0, len(runs))
+	for _, run := range runs {
+		rec, ok := records[run.started]
 		if !ok {
-			rec, ok := records[r.Started]
-			if !ok {
-				return nil, fmt.Errorf("calibrate: reprice: %s: no record of the validation started %s in %s", dir, r.Started, RecordFile)
+			return nil, fmt.Errorf("calibrate: reprice: %s: no record of the validation started %s in %s", dir, run.started, RecordFile)
+		}
+		v := savedValidation{name: run.name, rec: rec}
+		for _, c := range run.cases {
+			if c.nodes != 1 || c.sf != rec.SF {
+				return nil, fmt.Errorf("calibrate: reprice: %s: engine rows of %s: %d nodes at SF %g, the validation's record says 1 node at SF %g", dir, c.key(), c.nodes, c.sf, rec.SF)
 			}
-			v = &savedValidation{name: dir, rec: rec}
-			byStart[r.Started], index[r.Started] = v, map[string]int{}
-			starts = append(starts, r.Started)
-		}
-		if r.Nodes != 1 || r.SF != v.rec.SF {
-			return nil, fmt.Errorf("calibrate: reprice: %s: engine row %s: %d nodes at SF %g, the validation's record says 1 node at SF %g", dir, r.Key, r.Nodes, r.SF, v.rec.SF)
-		}
-		k := r.Query + "\x00" + r.Policy + "\x00" + r.Set
-		i, ok := index[r.Started][k]
-		if !ok {
-			i = len(v.cases)
-			index[r.Started][k] = i
-			v.cases = append(v.cases, Case{Query: r.Query, Policy: r.Policy, Set: r.Set})
-			if !contains(v.names, r.Query) {
-				v.names = append(v.names, r.Query)
+			v.cases = append(v.cases, Case{Query: c.query, Policy: c.policy, Set: c.set, EngineRounds: c.rounds})
+			if !slices.Contains(v.names, c.query) {
+				v.names = append(v.names, c.query)
 			}
 		}
-		v.cases[i].EngineRounds = append(v.cases[i].EngineRounds, r.Seconds)
-	}
-	if len(starts) == 0 {
-		return nil, fmt.Errorf("calibrate: reprice: %s: no engine rows (a validate --out folder?)", dir)
-	}
-	sort.Strings(starts)
-	var out []savedValidation
-	for _, st := range starts {
-		v := byStart[st]
-		if len(starts) > 1 {
-			v.name = dir + "@" + st
-		}
-		out = append(out, *v)
+		out = append(out, v)
 	}
 	return out, nil
-}
-
-func contains(xs []string, x string) bool {
-	for _, y := range xs {
-		if y == x {
-			return true
-		}
-	}
-	return false
 }
 
 // Reprice prices the engine runs of the validations in o.Dirs with every

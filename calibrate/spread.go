@@ -226,46 +226,88 @@ func sameRanking(keys []string, a, b []float64) (same, queries int) {
 	return same, queries
 }
 
-// readSpreadRuns reads the engine rows of one folder, one run per
-// validation start time, each case's median seconds.
-func readSpreadRuns(dir string) ([]spreadRun, error) {
+// savedRun is one validation's engine rounds from a validate --out
+// folder: its start time, its name (the folder, and @start when the folder
+// holds several) and its cases in the order of their first rows.
+type savedRun struct {
+	name, started string
+	cases         []savedCase
+}
+
+// savedCase is one case's engine rounds (seconds).
+type savedCase struct {
+	query, policy, set string
+	nodes              int
+	sf                 float64
+	rounds             []float64
+}
+
+// key names the case as validate-spread prints it.
+func (c *savedCase) key() string {
+	return fmt.Sprintf("%s %s %s nodes=%d sf=%g", c.query, c.policy, c.set, c.nodes, c.sf)
+}
+
+// readSavedRuns reads the engine rows of one folder (results.csv), one
+// run per validation start time, in the order of the start times; what
+// names the caller in errors.
+func readSavedRuns(dir, what string) ([]savedRun, error) {
 	rows, err := experiments.ReadResults(dir)
 	if err != nil {
-		return nil, fmt.Errorf("calibrate: spread: %w", err)
+		return nil, fmt.Errorf("calibrate: %s: %w", what, err)
 	}
-	secs := map[string]map[string][]float64{}
+	runs := map[string]*savedRun{}
+	index := map[string]map[string]int{}
 	var starts []string
 	for _, r := range rows {
 		if r.Backend != "engine" {
 			continue
 		}
 		if !(r.Seconds > 0) {
-			return nil, fmt.Errorf("calibrate: spread: %s: engine row %s has %g seconds", dir, r.Key, r.Seconds)
+			return nil, fmt.Errorf("calibrate: %s: %s: engine row %s has %g seconds", what, dir, r.Key, r.Seconds)
 		}
-		byCase, ok := secs[r.Started]
+		run, ok := runs[r.Started]
 		if !ok {
-			byCase = map[string][]float64{}
-			secs[r.Started] = byCase
+			run = &savedRun{name: dir, started: r.Started}
+			runs[r.Started], index[r.Started] = run, map[string]int{}
 			starts = append(starts, r.Started)
 		}
-		k := fmt.Sprintf("%s %s %s nodes=%d sf=%g", r.Query, r.Policy, r.Set, r.Nodes, r.SF)
-		byCase[k] = append(byCase[k], r.Seconds)
+		c := savedCase{query: r.Query, policy: r.Policy, set: r.Set, nodes: r.Nodes, sf: r.SF}
+		i, ok := index[r.Started][c.key()]
+		if !ok {
+			i = len(run.cases)
+			index[r.Started][c.key()] = i
+			run.cases = append(run.cases, c)
+		}
+		run.cases[i].rounds = append(run.cases[i].rounds, r.Seconds)
 	}
 	if len(starts) == 0 {
-		return nil, fmt.Errorf("calibrate: spread: %s: no engine rows (a validate --out folder?)", dir)
+		return nil, fmt.Errorf("calibrate: %s: %s: no engine rows (a validate --out folder?)", what, dir)
 	}
 	sort.Strings(starts)
-	var out []spreadRun
+	out := make([]savedRun, 0, len(starts))
 	for _, st := range starts {
-		name := dir
 		if len(starts) > 1 {
-			name = dir + "@" + st
+			runs[st].name = dir + "@" + st
 		}
+		out = append(out, *runs[st])
+	}
+	return out, nil
+}
+
+// readSpreadRuns reads the engine rows of one folder, one run per
+// validation, each case's median seconds.
+func readSpreadRuns(dir string) ([]spreadRun, error) {
+	runs, err := readSavedRuns(dir, "spread")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]spreadRun, 0, len(runs))
+	for _, run := range runs {
 		m := map[string]float64{}
-		for k, v := range secs[st] {
-			m[k] = stats.Median(v)
+		for _, c := range run.cases {
+			m[c.key()] = stats.Median(c.rounds)
 		}
-		out = append(out, spreadRun{name: name, started: st, medians: m})
+		out = append(out, spreadRun{name: run.name, started: run.started, medians: m})
 	}
 	return out, nil
 }
