@@ -86,7 +86,7 @@ func readRecords(dir string) (map[string]ValidationRecord, error) {
 	path := filepath.Join(dir, RecordFile)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("calibrate: %s: not found: validate --out writes the references a validation measured there (since engine version %s); a folder from an earlier version cannot be re-priced at its own rescales", path, costmodel.EngineVersion)
+		return nil, fmt.Errorf("calibrate: %s: not found: validate --out records there the CPU and disk references a validation measured (since 2026-11-27); an older folder needs that file written from its report's references", path)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("calibrate: %w", err)
