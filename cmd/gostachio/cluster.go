@@ -334,6 +334,7 @@ the rows of separate runs.`,
 	f.BoolVar(&o.ColocationQueries, "colocation-queries", false, "measure the co-location on the leading operators of the queries' scan pipelines instead of the hash loop (and the loop's too, as colocation_loop)")
 	f.Float64Var(&o.NetCPUCost, "net-cpu-cost", 0, "ns of a core the network stack spends per byte at each end (0: measure it first on --link; negative: none)")
 	f.DurationVar(&o.NetCPUDuration, "net-cpu-duration", 3*time.Second, "length of the network CPU measurement's long runs (the short ones run a third of it)")
+	f.StringVar(&o.NetCPUFrom, "net-cpu-from", cluster.NetCPUBusy, "which figure of the network CPU measurement prices the network: busy (the machine's busy time while the stream runs) or softirq (its interrupt time alone)")
 	f.IntVar(&launches, "launches", 1, "whole measurements to run and pool (each its own seed, profile, co-location and network cost)")
 	f.Float64Var(&within, "within", 0.10, "the |error| bound the pooled summary counts cases and launches within (0.10: 10%)")
 	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "time the CPU reference on rank 0 after every run and scale the simulator's host prices by its drift since calibration (as validate --rescale-cpu)")

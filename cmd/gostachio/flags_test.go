@@ -32,6 +32,7 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"validate-reference", "--data", "/nonexistent", "--seconds", "0"}, "--seconds 0"},
 		{[]string{"validate-reference", "--data", "/nonexistent", "--block", "-1s"}, "--block -1"},
 		{[]string{"validate-reference", "--data", "/nonexistent", "--warmup", "-1"}, "--warmup -1"},
+		{[]string{"cluster", "bench-sim", "--data", "/nonexistent", "--link", "1Gbit", "--net-cpu-from", "x"}, "--net-cpu-from \"x\""},
 		{[]string{"validate-reprice", "--data", "/nonexistent", "/nonexistent-out"}, "profiles"},
 		{[]string{"validate-reprice", "--data", "/nonexistent", "--profiles", "devbox", "/nonexistent-out"}, "/nonexistent-out/validations.jsonl: not found"},
 	} {

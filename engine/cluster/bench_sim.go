@@ -91,6 +91,11 @@ type SimBenchOptions struct {
 	NetCPUCost float64
 	// NetCPUDuration is the long run of that measurement.
 	NetCPUDuration time.Duration
+	// NetCPUFrom picks which of the measurement's figures prices the
+	// network: NetCPUBusy (default: the machine's whole busy time while
+	// the stream runs) or NetCPUSoftirq (its interrupt time alone). Both
+	// are printed and kept in the rows.
+	NetCPUFrom string
 	// FabricEfficiency is the share of the link's payload rate a port
 	// moves in a query's all-to-all exchanges (Derivation.FabricEfficiency;
 	// 0: measured first with all-to-all bursts, MeasureBurst, and fitted to
@@ -142,6 +147,12 @@ type SimBenchRow struct {
 	// given; 1 and 0: none).
 	Colocation float64 `json:"colocation"`
 	NetCPUCost float64 `json:"net_cpu_cost"`
+	// NetCPUBusy and NetCPUSoftirq are the network CPU measurement's two
+	// figures (MeasureNetCPU: Cost and SoftirqCost; 0: not measured), one
+	// of which is NetCPUCost (SimBenchOptions.NetCPUFrom), so that the
+	// launch's runs can be priced with the other offline.
+	NetCPUBusy    float64 `json:"net_cpu_cost_busy,omitempty"`
+	NetCPUSoftirq float64 `json:"net_cpu_cost_softirq,omitempty"`
 	// ColocationRatios are the co-location measurement's rounds, each
 	// together / alone (Colocation is their median), so that a launch's
 	// rows can be re-priced offline with another estimator; empty when
@@ -184,6 +195,13 @@ type SimBenchRow struct {
 	Nodes   int    `json:"nodes,omitempty"`
 	Devices int    `json:"devices,omitempty"`
 }
+
+// The figures of the network CPU measurement bench-sim can price with
+// (SimBenchOptions.NetCPUFrom).
+const (
+	NetCPUBusy    = "busy"
+	NetCPUSoftirq = "softirq"
+)
 
 // BenchSimOrder returns the query list of an interleaved launch: rounds
 // rounds, each running every query once, in an order drawn afresh for
@@ -417,6 +435,13 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if o.Devices < 1 {
 		o.Devices = 1
 	}
+	switch o.NetCPUFrom {
+	case "":
+		o.NetCPUFrom = NetCPUBusy
+	case NetCPUBusy, NetCPUSoftirq:
+	default:
+		return nil, fmt.Errorf("cluster: bench-sim: --net-cpu-from %q: want %s or %s", o.NetCPUFrom, NetCPUBusy, NetCPUSoftirq)
+	}
 	listed := map[string]bool{}
 	for _, q := range o.Queries {
 		if listed[q] {
@@ -493,6 +518,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if o.Colocation < 1 && len(o.ColocationExempt) > 0 {
 		fmt.Fprintf(w, "co-location exempt (node.colocation_exempt): %s, priced to lose none of it\n", strings.Join(o.ColocationExempt, ", "))
 	}
+	var netBusy, netSoftirq float64
 	if o.NetCPUCost == 0 {
 		d := o.NetCPUDuration
 		if d <= 0 {
@@ -503,9 +529,16 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		if err != nil {
 			return nil, err
 		}
-		fmt.Fprintf(w, "network CPU: %.3g ns of a core per byte at each end (median of %d rounds: %s) streaming %.1f MB/s over --link %s\n",
-			nc.Cost, len(nc.Rounds), costRange(nc.Rounds), nc.Rate/1e6, o.Link)
+		fmt.Fprintf(w, "network CPU: %.3g ns of a core per byte at each end (median of %d rounds: %s), of which interrupts %.3g (%s), streaming %.1f MB/s over --link %s; priced: %s\n",
+			nc.Cost, len(nc.Rounds), costRange(nc.Rounds), nc.SoftirqCost, costRange(nc.SoftirqRounds), nc.Rate/1e6, o.Link, o.NetCPUFrom)
+		netBusy, netSoftirq = nc.Cost, nc.SoftirqCost
 		o.NetCPUCost = nc.Cost
+		if o.NetCPUFrom == NetCPUSoftirq {
+			o.NetCPUCost = nc.SoftirqCost
+			if !(o.NetCPUCost > 0) {
+				o.NetCPUCost = -1 // measured at 0: none
+			}
+		}
 	}
 	deriv := Derivation{Nodes: o.Nodes, Devices: o.Devices, Cores: o.Cores, Link: o.Link, Latency: o.Latency,
 		Colocation: o.Colocation, NetCPUCost: max(o.NetCPUCost, 0), FabricEfficiency: 1, ColocationExempt: o.ColocationExempt, KeepCorun: o.KeepCorun}
@@ -615,6 +648,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		}
 		row := simBenchRow(q, times[q], sec, sent[q])
 		row.Colocation, row.NetCPUCost = o.Colocation, max(o.NetCPUCost, 0)
+		row.NetCPUBusy, row.NetCPUSoftirq = netBusy, netSoftirq
 		if o.Colocation < 1 {
 			row.ColocationExempt = o.ColocationExempt
 		}

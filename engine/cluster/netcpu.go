@@ -56,6 +56,13 @@ type NetCPUResult struct {
 	// each end.
 	Cost   float64   `json:"ns_per_byte"`
 	Rounds []float64 `json:"rounds_ns_per_byte"`
+	// SoftirqCost is the same over the machine's interrupt time alone
+	// (/proc/stat irq and softirq: the kernel's packet processing, the
+	// veths, the bridge and the shaper), without the peers' user and
+	// system time (their copies and system calls); the median over the
+	// same rounds as Rounds.
+	SoftirqCost   float64   `json:"softirq_ns_per_byte"`
+	SoftirqRounds []float64 `json:"rounds_softirq_ns_per_byte"`
 	// Rate is the long runs' median throughput, bytes per second.
 	Rate float64 `json:"bytes_per_s"`
 }
@@ -85,7 +92,7 @@ func MeasureNetCPU(ctx context.Context, o NetCPUOptions) (NetCPUResult, error) {
 		round := attempts
 		attempts++
 		// What the machine does on its own meanwhile.
-		idleStart, err := readBusyNs()
+		idleStart, err := readCPUTimes()
 		if err != nil {
 			return res, err
 		}
@@ -95,18 +102,20 @@ func MeasureNetCPU(ctx context.Context, o NetCPUOptions) (NetCPUResult, error) {
 			return res, ctx.Err()
 		case <-time.After(o.Duration - short):
 		}
-		idleEnd, err := readBusyNs()
+		idleEnd, err := readCPUTimes()
 		if err != nil {
 			return res, err
 		}
-		idle := float64(idleEnd-idleStart) / float64(time.Since(t0).Nanoseconds())
+		idleWall := float64(time.Since(t0).Nanoseconds())
+		idle := float64(idleEnd.busy-idleStart.busy) / idleWall
+		idleIrq := float64(idleEnd.irq-idleStart.irq) / idleWall
 		var runs [2]struct {
-			busy, wall float64
-			bytes      int64
+			busy, irq, wall float64
+			bytes           int64
 		}
 		var rate float64
 		for k, d := range []time.Duration{short, o.Duration} {
-			b0, err := readBusyNs()
+			b0, err := readCPUTimes()
 			if err != nil {
 				return res, err
 			}
@@ -116,11 +125,12 @@ func MeasureNetCPU(ctx context.Context, o NetCPUOptions) (NetCPUResult, error) {
 			if err != nil {
 				return res, fmt.Errorf("cluster: network CPU cost: %w", err)
 			}
-			b1, err := readBusyNs()
+			b1, err := readCPUTimes()
 			if err != nil {
 				return res, err
 			}
-			runs[k].busy, runs[k].wall, runs[k].bytes = float64(b1-b0), float64(time.Since(t).Nanoseconds()), ex.Bytes
+			runs[k].busy, runs[k].irq = float64(b1.busy-b0.busy), float64(b1.irq-b0.irq)
+			runs[k].wall, runs[k].bytes = float64(time.Since(t).Nanoseconds()), ex.Bytes
 			rate = float64(ex.Bytes) / ex.Seconds
 		}
 		moved := runs[1].bytes - runs[0].bytes
@@ -135,9 +145,11 @@ func MeasureNetCPU(ctx context.Context, o NetCPUOptions) (NetCPUResult, error) {
 			continue
 		}
 		res.Rounds = append(res.Rounds, cost)
+		res.SoftirqRounds = append(res.SoftirqRounds, netCPUCost(runs[1].irq-runs[0].irq, runs[1].wall-runs[0].wall, idleIrq, moved))
 		rates = append(rates, rate)
 	}
 	res.Cost = stats.Median(res.Rounds)
+	res.SoftirqCost = stats.Median(res.SoftirqRounds)
 	res.Rate = stats.Median(rates)
 	return res, nil
 }
@@ -156,19 +168,37 @@ func netCPUCost(busy, wall, idle float64, moved int64) float64 {
 // architecture Go runs on).
 const userHz = 100
 
-// readBusyNs is the machine's busy CPU time so far, over every core, in
-// ns: user, nice, system, irq and softirq of /proc/stat's "cpu" line
-// (idle, iowait and a hypervisor's steal left out).
+// cpuTimes are the machine's CPU times so far, over every core, in ns,
+// from /proc/stat's "cpu" line: busy is user, nice, system, irq and
+// softirq (idle, iowait and a hypervisor's steal left out); irq is irq and
+// softirq alone.
+type cpuTimes struct {
+	busy, irq int64
+}
+
+// readBusyNs is the machine's busy CPU time so far (cpuTimes.busy).
 func readBusyNs() (int64, error) {
+	t, err := readCPUTimes()
+	return t.busy, err
+}
+
+// readCPUTimes reads cpuTimes from /proc/stat.
+func readCPUTimes() (cpuTimes, error) {
 	b, err := os.ReadFile("/proc/stat")
 	if err != nil {
-		return 0, fmt.Errorf("cluster: busy CPU time: %w", err)
+		return cpuTimes{}, fmt.Errorf("cluster: busy CPU time: %w", err)
 	}
-	return parseBusyNs(b)
+	return parseCPUTimes(b)
 }
 
 // parseBusyNs reads the busy time from /proc/stat's text.
 func parseBusyNs(stat []byte) (int64, error) {
+	t, err := parseCPUTimes(stat)
+	return t.busy, err
+}
+
+// parseCPUTimes reads cpuTimes from /proc/stat's text.
+func parseCPUTimes(stat []byte) (cpuTimes, error) {
 	sc := bufio.NewScanner(bytes.NewReader(stat))
 	for sc.Scan() {
 		f := strings.Fields(sc.Text())
@@ -176,17 +206,20 @@ func parseBusyNs(stat []byte) (int64, error) {
 			continue
 		}
 		if len(f) < 8 {
-			return 0, fmt.Errorf("cluster: /proc/stat: cpu line with %d fields, want 7 or more", len(f)-1)
+			return cpuTimes{}, fmt.Errorf("cluster: /proc/stat: cpu line with %d fields, want 7 or more", len(f)-1)
 		}
-		var busy int64
+		var t cpuTimes
 		for _, i := range []int{1, 2, 3, 6, 7} { // user nice system irq softirq
 			v, err := strconv.ParseInt(f[i], 10, 64)
 			if err != nil {
-				return 0, fmt.Errorf("cluster: /proc/stat: cpu field %d: %w", i, err)
+				return cpuTimes{}, fmt.Errorf("cluster: /proc/stat: cpu field %d: %w", i, err)
 			}
-			busy += v
+			t.busy += v * (1e9 / userHz)
+			if i >= 6 {
+				t.irq += v * (1e9 / userHz)
+			}
 		}
-		return busy * (1e9 / userHz), nil
+		return t, nil
 	}
-	return 0, fmt.Errorf("cluster: /proc/stat: no cpu line")
+	return cpuTimes{}, fmt.Errorf("cluster: /proc/stat: no cpu line")
 }

@@ -21,6 +21,10 @@ func TestParseBusyNs(t *testing.T) {
 	if want := int64(10+2+30+6+7) * 10_000_000; got != want {
 		t.Errorf("busy %d ns, want %d", got, want)
 	}
+	// The interrupt time alone: irq and softirq.
+	if ct, err := parseCPUTimes([]byte(stat)); err != nil || ct.irq != int64(6+7)*10_000_000 || ct.busy != got {
+		t.Errorf("cpu times %+v (%v), want irq %d and busy %d", ct, err, int64(6+7)*10_000_000, got)
+	}
 	for _, bad := range []struct{ stat, msg string }{
 		{"cpu0 1 2 3 4 5 6 7\n", "no cpu line"},
 		{"cpu 1 2 3 4 5\n", "5 fields"},
