@@ -9,7 +9,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"gostachio/costmodel"
 	"gostachio/engine"
 	"gostachio/internal/cpuref"
 	"gostachio/internal/stats"
@@ -460,13 +459,12 @@ func ReferenceResponse(ctx context.Context, o ResponseOptions) (*ResponseReport,
 			return nil, fmt.Errorf("calibrate: %w", err)
 		}
 		err = priceWindows(&r, func(w ResponseWindow) (float64, error) {
-			scaled := *prof
-			f := w.RefNs / float64(prof.Host.Reference)
-			scaled.Host, scaled.GPU = prof.Host.Slowed(f), prof.GPU.Slowed(f) // a CPU profile's "GPU" is the host too
+			var disk float64
 			if w.DiskBps > 0 {
-				scaled.NVMe.Bandwidth = costmodel.Rate(float64(prof.NVMe.Bandwidth) * w.DiskBps / diskModelBps(&prof.NVMe))
+				disk = w.DiskBps / diskModelBps(&prof.NVMe)
 			}
-			res, err := sim.Simulate(ctx, p, &scaled, 1, pol, nil, 0, 0)
+			scaled := rescaledProfile(prof, w.RefNs/float64(prof.Host.Reference), disk, false)
+			res, err := sim.Simulate(ctx, p, scaled, 1, pol, nil, 0, 0)
 			if err != nil {
 				return 0, err
 			}

@@ -191,12 +191,6 @@ func readCPUTimes() (cpuTimes, error) {
 	return parseCPUTimes(b)
 }
 
-// parseBusyNs reads the busy time from /proc/stat's text.
-func parseBusyNs(stat []byte) (int64, error) {
-	t, err := parseCPUTimes(stat)
-	return t.busy, err
-}
-
 // parseCPUTimes reads cpuTimes from /proc/stat's text.
 func parseCPUTimes(stat []byte) (cpuTimes, error) {
 	sc := bufio.NewScanner(bytes.NewReader(stat))
