@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"math/rand/v2"
-	"os"
 	"runtime"
 	"runtime/debug"
 	"slices"
@@ -20,6 +19,7 @@ import (
 	"gostachio/engine"
 	"gostachio/engine/storage"
 	"gostachio/internal/cpuref"
+	"gostachio/internal/diskref"
 	"gostachio/internal/stats"
 	"gostachio/kernels/cpu"
 	"gostachio/plan"
@@ -414,15 +414,10 @@ func microReads(ctx context.Context, ds *dataset.Dataset, opts MicroOptions) ([]
 // readFile is the file the storage benchmarks read (chunk 0 of lineitem)
 // and its size rounded down to 4 KiB (O_DIRECT reads).
 func readFile(ds *dataset.Dataset) (path string, size int64, err error) {
-	path, _, err = ds.ChunkPath("lineitem", 0)
-	if err != nil {
+	if path, size, err = diskref.LineitemFile(ds); err != nil {
 		return "", 0, fmt.Errorf("calibrate: %w", err)
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return "", 0, fmt.Errorf("calibrate: %w", err)
-	}
-	return path, fi.Size() &^ 4095, nil
+	return path, size, nil
 }
 
 // medianInt64 is the median of xs (the lower middle of an even count); xs
@@ -432,47 +427,10 @@ func medianInt64(xs []int64) int64 {
 	return xs[(len(xs)-1)/2]
 }
 
-// readBatch reads n spans of size bytes from off on (wrapping at limit),
-// keeping depth outstanding; progress, if not nil, counts the bytes of
-// each completed span as it completes.
+// readBatch is diskref.ReadSpans, its errors named as calibrate's.
 func readBatch(ctx context.Context, r *storage.Reader, path string, limit, off, size int64, depth, n int, progress *atomic.Int64) error {
-	issued, done := 0, 0
-	next := func() error {
-		if off+size > limit {
-			off = 0
-		}
-		req := storage.Request{Tag: uint64(issued), Ranges: []storage.Range{{Path: path, Offset: off, Length: size}}}
-		off += size
-		issued++
-		return r.Submit(req)
-	}
-	for issued < min(depth, n) {
-		if err := next(); err != nil {
-			return fmt.Errorf("calibrate: read %s: %w", path, err)
-		}
-	}
-	var cs []storage.Completion
-	for done < n {
-		var err error
-		cs, err = r.Wait(ctx, cs[:0])
-		if err != nil {
-			return fmt.Errorf("calibrate: read %s: %w", path, err)
-		}
-		for i := range cs {
-			if cs[i].Err != nil {
-				return fmt.Errorf("calibrate: read %s: %w", path, cs[i].Err)
-			}
-			cs[i].Buffer.Release()
-			done++
-			if progress != nil {
-				progress.Add(size)
-			}
-			if issued < n {
-				if err := next(); err != nil {
-					return fmt.Errorf("calibrate: read %s: %w", path, err)
-				}
-			}
-		}
+	if err := diskref.ReadSpans(ctx, r, path, limit, off, size, depth, n, progress); err != nil {
+		return fmt.Errorf("calibrate: %w", err)
 	}
 	return nil
 }

@@ -18,6 +18,7 @@ import (
 
 	"gostachio/costmodel"
 	"gostachio/internal/atomicfile"
+	"gostachio/internal/diskref"
 	"gostachio/sim"
 )
 
@@ -152,7 +153,7 @@ func recordRatios(rec ValidationRecord, p *sim.Profile) (cpu, disk float64, err 
 		cpu = rec.CPURefNs / float64(p.Host.Reference)
 	}
 	if rec.RescaleDisk {
-		disk = rec.DiskBps / diskModelBps(&p.NVMe)
+		disk = rec.DiskBps / diskref.ModelBps(&p.NVMe)
 	}
 	return cpu, disk, nil
 }

@@ -11,6 +11,7 @@ import (
 
 	"gostachio/engine"
 	"gostachio/internal/cpuref"
+	"gostachio/internal/diskref"
 	"gostachio/internal/stats"
 	"gostachio/scheduler"
 	"gostachio/sim"
@@ -461,7 +462,7 @@ func ReferenceResponse(ctx context.Context, o ResponseOptions) (*ResponseReport,
 		err = priceWindows(&r, func(w ResponseWindow) (float64, error) {
 			var disk float64
 			if w.DiskBps > 0 {
-				disk = w.DiskBps / diskModelBps(&prof.NVMe)
+				disk = w.DiskBps / diskref.ModelBps(&prof.NVMe)
 			}
 			scaled := rescaledProfile(prof, w.RefNs/float64(prof.Host.Reference), disk, false)
 			res, err := sim.Simulate(ctx, p, scaled, 1, pol, nil, 0, 0)

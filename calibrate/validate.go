@@ -18,6 +18,7 @@ import (
 	"gostachio/engine/gpu"
 	"gostachio/experiments"
 	"gostachio/internal/cpuref"
+	"gostachio/internal/diskref"
 	"gostachio/internal/machine"
 	"gostachio/internal/stats"
 	"gostachio/plan"
@@ -427,7 +428,7 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 		}
 		var disk *DiskCheck
 		if diskReads > 0 {
-			model := diskModelBps(&p.NVMe)
+			model := diskref.ModelBps(&p.NVMe)
 			disk = &DiskCheck{ModelBps: model, MeasuredBps: diskBps, N: diskReads, Ratio: diskBps / model, Rescaled: true}
 		}
 		scaleCPU := opts.RescaleCPU && cpu != nil
@@ -748,7 +749,7 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if d := r.Disk; d != nil {
 		fmt.Fprintf(&b, "disk reference: %.3f GB/s beside the engine (%d reads of %d MiB), %.3f GB/s in the profile's model: ×%.3f; the simulator's disk bandwidth is scaled by it\n",
-			d.MeasuredBps/1e9, d.N, diskRefBytes>>20, d.ModelBps/1e9, d.Ratio)
+			d.MeasuredBps/1e9, d.N, diskref.Bytes>>20, d.ModelBps/1e9, d.Ratio)
 	}
 	if r.NoiseFloor == nil {
 		fmt.Fprintf(&b, "engine noise floor: unknown (run 3+ rounds)\n")

@@ -8,6 +8,7 @@ import (
 	"math"
 	"os"
 
+	"gostachio/costmodel"
 	"gostachio/plan"
 	"gostachio/scheduler"
 	"gostachio/tpch/queries"
@@ -59,6 +60,12 @@ type SimOptions struct {
 	// host.reference), as `validate --rescale-cpu` and `cluster bench-sim
 	// --rescale-cpu` measure it. GPU prices stay.
 	CPUSlowdown float64
+	// DiskSpeedup, when not 0, multiplies the NVMe bandwidth: the disk
+	// reference's throughput beside the runs being predicted over what
+	// the profile's storage model gives its stream (diskref.ModelBps), as
+	// `validate --rescale-disk` and `cluster bench-sim --rescale-disk`
+	// measure it.
+	DiskSpeedup float64
 	// Place, when set, places the query's pipelines before the run (on a
 	// GPU-backend profile, node.gpu_scans_only: plan.Pipeline.OnHost and
 	// HostFrom, as `sim --gpu-hybrid` sets them with engine.PlaceGPU, which
@@ -158,6 +165,12 @@ func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 			return nil, fmt.Errorf("sim: --cpu-slowdown %v: want a positive factor", f)
 		}
 		prof.Host = prof.Host.Slowed(f)
+	}
+	if f := opts.DiskSpeedup; f != 0 {
+		if !(f > 0) || math.IsInf(f, 0) {
+			return nil, fmt.Errorf("sim: --disk-speedup %v: want a positive factor", f)
+		}
+		prof.NVMe.Bandwidth = costmodel.Rate(float64(prof.NVMe.Bandwidth) * f)
 	}
 	tables := opts.Tables
 	if tables != nil {

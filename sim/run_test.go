@@ -200,6 +200,33 @@ func TestRunCPUSlowdown(t *testing.T) {
 	}
 }
 
+// TestRunDiskSpeedup: --disk-speedup scales the NVMe bandwidth, so a
+// scan-bound query (q6 on devbox) takes longer at 0.5 and shorter at 2,
+// and its read time scales exactly where nothing else bounds it; a factor
+// that is not positive is an error naming it.
+func TestRunDiskSpeedup(t *testing.T) {
+	ms := func(f float64) int64 {
+		t.Helper()
+		r, err := RunReport(context.Background(), SimOptions{Profile: "devbox", Query: "q6", SF: 0.1, DiskSpeedup: f})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r.MakespanNs
+	}
+	base, slow, fast := ms(0), ms(0.5), ms(2)
+	if !(slow > base && fast < base) {
+		t.Errorf("makespans: %d as profiled, %d at x0.5, %d at x2", base, slow, fast)
+	}
+	if one := ms(1); one != base {
+		t.Errorf("x1: %d, as profiled %d", one, base)
+	}
+	for _, f := range []float64{-1, math.Inf(1), math.NaN()} {
+		if _, err := RunReport(context.Background(), SimOptions{Profile: "devbox", Query: "q6", SF: 0.1, DiskSpeedup: f}); err == nil || !strings.Contains(err.Error(), "--disk-speedup") {
+			t.Errorf("factor %v: err %v", f, err)
+		}
+	}
+}
+
 // TestRunReportPlace: SimOptions.Place places the planned query before
 // the run (here every scan pipeline on the host: no GPU work left), and
 // a profile that does not model the GPU backend refuses it.

@@ -338,6 +338,7 @@ the rows of separate runs.`,
 	f.IntVar(&launches, "launches", 1, "whole measurements to run and pool (each its own seed, profile, co-location and network cost)")
 	f.Float64Var(&within, "within", 0.10, "the |error| bound the pooled summary counts cases and launches within (0.10: 10%)")
 	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "time the CPU reference on rank 0 after every run and scale the simulator's host prices by its drift since calibration (as validate --rescale-cpu)")
+	f.BoolVar(&o.RescaleDisk, "rescale-disk", false, "time the disk reference on rank 0 after every run and scale the simulator's disk bandwidth by its throughput over the profile's model (as validate --rescale-disk; a dataset of SF 0.25 or more)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }

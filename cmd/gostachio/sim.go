@@ -64,6 +64,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	f.Float64Var(&o.Jitter, "jitter", 0, "vary every latency by ±this fraction (seeded)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the jitter")
 	f.Float64Var(&o.CPUSlowdown, "cpu-slowdown", 0, "multiply the host's compute prices by this factor (a CPU reference's time now over at calibration; 0: as profiled)")
+	f.Float64Var(&o.DiskSpeedup, "disk-speedup", 0, "multiply the NVMe bandwidth by this factor (a disk reference's throughput now over the profile's model of it; 0: as profiled)")
 	f.BoolVar(&hybrid, "gpu-hybrid", false, "with a GPU-backend profile (h100-gpu-calibrated, h200-gpu-calibrated): place the scan pipelines as query --gpu-hybrid runs them (what the GPU path lacks on the host)")
 	f.StringVar(&replay, "replay", "", "re-simulate this engine trace with its real per-unit output sizes (--policy: what-if; default the recorded one)")
 	return cmd

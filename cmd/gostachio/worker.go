@@ -44,6 +44,8 @@ error naming it.`,
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Second, "fail the run when a worker is silent or a transfer stalls this long")
 	f.StringVar(&o.Transport, "transport", "tcp", "exchange transport: tcp, or rdma (needs a binary built with -tags rdma: make build-rdma)")
 	f.IntVar(&o.ReferenceEvery, "cpu-reference-every", 0, "rank 0 times the CPU reference after every N-th query, while the others wait (0: never)")
+	f.IntVar(&o.DiskReferenceEvery, "disk-reference-every", 0, "rank 0 times the disk reference (128 MiB of lineitem in --disk-reference-profile's requests) after every N-th query, while the others wait (0: never)")
+	f.StringVar(&o.DiskReferenceProfile, "disk-reference-profile", "", "profile (name or .yaml) whose storage model (nvme.request, nvme.device_qd) shapes the disk reference's reads")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }

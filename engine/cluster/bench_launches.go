@@ -91,6 +91,13 @@ type LaunchSummary struct {
 	// launch's own co-location (SimBenchRow.SimOwnColocation) where
 	// --colocation-from pooled it; nil unless some row carries one.
 	OwnColocation *LaunchSummary `json:"own_colocation,omitempty"`
+	// Unscaled, CPUOnly and DiskOnly are the same summary with every case
+	// priced without the launch's rescales (SimBenchRow.SimUnscaled), with
+	// its CPU rescale alone (SimCPUOnly) and with its disk rescale alone
+	// (SimDiskOnly); nil unless some row carries such a price.
+	Unscaled *LaunchSummary `json:"unscaled,omitempty"`
+	CPUOnly  *LaunchSummary `json:"cpu_rescaled_only,omitempty"`
+	DiskOnly *LaunchSummary `json:"disk_rescaled_only,omitempty"`
 }
 
 // SpreadSummary is LaunchSummary's counts for the leave-one-out
@@ -141,6 +148,9 @@ func SummarizeLaunches(rows []SimBenchRow, within float64) LaunchSummary {
 	}
 	s.FullLink = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimFullLink })
 	s.OwnColocation = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimOwnColocation })
+	s.Unscaled = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimUnscaled })
+	s.CPUOnly = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimCPUOnly })
+	s.DiskOnly = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimDiskOnly })
 	return s
 }
 
@@ -298,7 +308,13 @@ func printLaunchSummary(w io.Writer, s LaunchSummary) {
 	for _, alt := range []struct {
 		what string
 		s    *LaunchSummary
-	}{{"at the link's full payload rate instead (no fabric efficiency)", s.FullLink}, {"at each launch's own co-location instead (not pooled)", s.OwnColocation}} {
+	}{
+		{"at the link's full payload rate instead (no fabric efficiency)", s.FullLink},
+		{"at each launch's own co-location instead (not pooled)", s.OwnColocation},
+		{"without the launches' rescales", s.Unscaled},
+		{"with the CPU rescale alone", s.CPUOnly},
+		{"with the disk rescale alone", s.DiskOnly},
+	} {
 		f := alt.s
 		if f == nil {
 			continue

@@ -100,6 +100,41 @@ func TestSummarizeOwnColocation(t *testing.T) {
 	}
 }
 
+// TestSummarizeRescales: rows of launches run with --rescale-cpu and
+// --rescale-disk carry the prices without either and with each alone,
+// and each gets its summary and line against the same engine medians.
+func TestSummarizeRescales(t *testing.T) {
+	runs := []float64{0.9, 1, 1.2} // median 1
+	rows := []SimBenchRow{simBenchRow("q3", runs, 1.05, 1), simBenchRow("q5", runs, 0.95, 1)}
+	rows[0].SimUnscaled, rows[1].SimUnscaled = 0.80, 0.82 // −20%, −18%
+	rows[0].SimCPUOnly, rows[1].SimCPUOnly = 1.12, 1.04   // +12%, +4%
+	rows[0].SimDiskOnly, rows[1].SimDiskOnly = 0.91, 0.97 // −9%, −3%
+	s := SummarizeLaunches(rows, 0.10)
+	for _, c := range []struct {
+		what   string
+		got    *LaunchSummary
+		median float64
+		within int
+		line   string
+	}{
+		{"unscaled", s.Unscaled, 0.19, 0, "without the launches' rescales: median |error| 19.0%, 0 of 2 cases"},
+		{"CPU alone", s.CPUOnly, 0.08, 1, "with the CPU rescale alone: median |error| 8.0%, 1 of 2 cases"},
+		{"disk alone", s.DiskOnly, 0.06, 2, "with the disk rescale alone: median |error| 6.0%, 2 of 2 cases"},
+	} {
+		if c.got == nil || c.got.Within != c.within || math.Abs(c.got.MedianAbs-c.median) > 1e-12 {
+			t.Errorf("%s: summary %+v, want median %v and %d within", c.what, c.got, c.median, c.within)
+		}
+		var out bytes.Buffer
+		printLaunchSummary(&out, s)
+		if !strings.Contains(out.String(), c.line) {
+			t.Errorf("%s: summary lacks %q:\n%s", c.what, c.line, out.String())
+		}
+	}
+	if s.Within != 2 || s.FullLink != nil || s.OwnColocation != nil {
+		t.Errorf("the rescaled summary changed: %+v", s)
+	}
+}
+
 // TestLaunchSpread predicts four launches' engine medians by the other
 // launches', worked by hand. Each case's runs are {0.9m, m, 1.2m}, so
 // the median of the runs is m (their mean would not be).

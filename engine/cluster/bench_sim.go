@@ -18,6 +18,7 @@ import (
 
 	"gostachio/dataset"
 	"gostachio/engine"
+	"gostachio/internal/diskref"
 	"gostachio/internal/stats"
 	"gostachio/sim"
 )
@@ -108,6 +109,14 @@ type SimBenchOptions struct {
 	// does: this machine's CPU runs at two speeds, holding one for
 	// seconds, and the engine's medians move with the share of slow time.
 	RescaleCPU bool
+	// RescaleDisk has rank 0 time the disk reference after every query
+	// (WorkerOptions.DiskReferenceEvery, shaped by the derived profile's
+	// storage model) and scales the simulator's NVMe bandwidth by the
+	// timed runs' references' throughput over that model's
+	// (diskref.ModelBps; sim --disk-speedup), as `validate
+	// --rescale-disk` does: the workers read the dataset from this
+	// machine's virtio disk, whose speed moves by the hour.
+	RescaleDisk bool
 }
 
 // The run layouts of SimBenchOptions.Order.
@@ -139,10 +148,18 @@ type SimBenchRow struct {
 	InCI    bool    `json:"sim_in_ci95"`
 	SentMiB float64 `json:"sent_mib"`
 	// With SimBenchOptions.RescaleCPU: CPURatio is the CPU reference
-	// beside the engine over its time at calibration, Sim is priced with
-	// the host's prices scaled by it, and SimUnscaled without.
+	// beside the engine over its time at calibration, and Sim is priced
+	// with the host's prices scaled by it. With RescaleDisk: DiskRatio is
+	// the disk reference's throughput beside the engine over the
+	// profile's model of it, and Sim is priced with the NVMe bandwidth
+	// scaled by it. With either, SimUnscaled is priced with neither;
+	// with both, SimCPUOnly and SimDiskOnly with one each, so that one
+	// launch's runs are priced all four ways.
 	CPURatio    float64 `json:"cpu_ratio,omitempty"`
+	DiskRatio   float64 `json:"disk_ratio,omitempty"`
 	SimUnscaled float64 `json:"sim_unscaled_s,omitempty"`
+	SimCPUOnly  float64 `json:"sim_cpu_only_s,omitempty"`
+	SimDiskOnly float64 `json:"sim_disk_only_s,omitempty"`
 	// Colocation and NetCPUCost are the derived profile's (measured or
 	// given; 1 and 0: none).
 	Colocation float64 `json:"colocation"`
@@ -222,11 +239,18 @@ func BenchSimOrder(queries []string, rounds int, seed uint64) []string {
 	return out
 }
 
+// launchRefs are the references rank 0 timed after a launch's timed runs
+// (none where 0): CPU reference times (cpu_reference_ns) and disk
+// reference times (disk_reference_ns).
+type launchRefs struct {
+	cpu, disk []int64
+}
+
 // timedRuns checks that the results of a launch answer its query list one
 // for one and returns each query's timed seconds, in order, past its first
-// warmup runs, with the bytes it sent, and appends to refs the CPU
-// references timed after those runs (cpu_reference_ns; none where 0).
-func timedRuns(list []string, res []jsonResult, warmup int, times map[string][]float64, sent map[string]float64, refs *[]int64) error {
+// warmup runs, with the bytes it sent, and appends to refs the references
+// timed after those runs.
+func timedRuns(list []string, res []jsonResult, warmup int, times map[string][]float64, sent map[string]float64, refs *launchRefs) error {
 	if len(res) != len(list) {
 		return fmt.Errorf("%d results for %d runs", len(res), len(list))
 	}
@@ -241,7 +265,10 @@ func timedRuns(list []string, res []jsonResult, warmup int, times map[string][]f
 		times[q] = append(times[q], res[i].Seconds)
 		sent[q] = float64(res[i].SentBytes) / (1 << 20)
 		if r := res[i].ReferenceNs; r > 0 {
-			*refs = append(*refs, r)
+			refs.cpu = append(refs.cpu, r)
+		}
+		if r := res[i].DiskReferenceNs; r > 0 {
+			refs.disk = append(refs.disk, r)
 		}
 	}
 	return nil
@@ -476,6 +503,11 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if err != nil {
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
+	if o.RescaleDisk {
+		if err := checkDiskReference(o.Data, o.Profile, src); err != nil {
+			return nil, err
+		}
+	}
 	var ratios []float64
 	var loop float64
 	var pool PooledColocation
@@ -607,13 +639,16 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
 	times, sent := make(map[string][]float64), make(map[string]float64)
-	var refs []int64
+	var refs launchRefs
 	for _, list := range launches {
 		fmt.Fprintf(log, "bench-sim: %d runs on %d workers (%s, ...)\n", len(list), o.Nodes, strings.Join(list[:min(len(list), 4)], ", "))
 		var stdout bytes.Buffer
 		args := []string{"--data", o.Data, "--query", strings.Join(list, ","), "--devices", strconv.Itoa(o.Devices), "--format", "json", "--no-verify"}
 		if o.RescaleCPU {
 			args = append(args, "--cpu-reference-every", "1")
+		}
+		if o.RescaleDisk {
+			args = append(args, "--disk-reference-every", "1", "--disk-reference-profile", o.ProfileOut)
 		}
 		err := Launch(ctx, LaunchOptions{Nodes: o.Nodes, Exe: o.Exe, Netns: true, Link: o.Link, Args: args}, &stdout, log)
 		if err != nil {
@@ -627,18 +662,28 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			return nil, fmt.Errorf("cluster: bench-sim: results of the launch: %w", err)
 		}
 	}
-	ratio := 0.0
+	var ratio rescale
 	if o.RescaleCPU {
-		if len(refs) == 0 {
+		if len(refs.cpu) == 0 {
 			return nil, fmt.Errorf("cluster: bench-sim --rescale-cpu: rank 0 timed no CPU reference")
 		}
-		var sum float64
-		for _, r := range refs {
-			sum += float64(r)
-		}
-		ratio = sum / float64(len(refs)) / float64(derived.Host.Reference)
+		mean := meanNs(refs.cpu)
+		ratio.cpu = mean / float64(derived.Host.Reference)
 		fmt.Fprintf(w, "CPU reference beside the engine: %.3f ms (mean of %d, one after each timed run) vs %.3f ms at calibration: x%.3f, the simulator's host prices scaled by it\n",
-			sum/float64(len(refs))/1e6, len(refs), float64(derived.Host.Reference)/1e6, ratio)
+			mean/1e6, len(refs.cpu), float64(derived.Host.Reference)/1e6, ratio.cpu)
+	}
+	if o.RescaleDisk {
+		if len(refs.disk) == 0 {
+			return nil, fmt.Errorf("cluster: bench-sim --rescale-disk: rank 0 timed no disk reference")
+		}
+		// The reads' bytes over their time: every reference reads
+		// diskref.Bytes, so this is the harmonic mean of their rates, as
+		// validate's total bytes over total time.
+		measured := diskref.Bytes / meanNs(refs.disk) * 1e9
+		model := diskref.ModelBps(&derived.NVMe)
+		ratio.disk = measured / model
+		fmt.Fprintf(w, "disk reference beside the engine: %.3f GB/s (%d reads of %d MiB, one after each timed run) vs %.3f GB/s in the profile's storage model: x%.3f, the simulator's disk bandwidth scaled by it\n",
+			measured/1e9, len(refs.disk), diskref.Bytes>>20, model/1e9, ratio.disk)
 	}
 	var rows []SimBenchRow
 	for _, q := range o.Queries {
@@ -671,16 +716,42 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		row.Link, row.Nodes, row.Devices = o.Link.String(), o.Nodes, o.Devices
 		row.ColocationRatios = ratios
 		row.ColocationLoop = loop
-		if o.RescaleCPU {
-			if row.SimUnscaled, err = simMakespan(ctx, o, o.ProfileOut, q, 0); err != nil {
+		if o.RescaleCPU || o.RescaleDisk {
+			if row.SimUnscaled, err = simMakespan(ctx, o, o.ProfileOut, q, rescale{}); err != nil {
 				return rows, err
 			}
-			row.CPURatio = ratio
+			row.CPURatio, row.DiskRatio = ratio.cpu, ratio.disk
+		}
+		if o.RescaleCPU && o.RescaleDisk {
+			if row.SimCPUOnly, err = simMakespan(ctx, o, o.ProfileOut, q, rescale{cpu: ratio.cpu}); err != nil {
+				return rows, err
+			}
+			if row.SimDiskOnly, err = simMakespan(ctx, o, o.ProfileOut, q, rescale{disk: ratio.disk}); err != nil {
+				return rows, err
+			}
 		}
 		rows = append(rows, row)
 	}
 	printSimBench(w, o, rows)
 	return rows, nil
+}
+
+// checkDiskReference says, before the launch's minutes of measurement,
+// whether the dataset at data holds the disk reference in the requests of
+// the profile src (read from path) that bench-sim derives its own from.
+func checkDiskReference(data, path string, src []byte) error {
+	p, err := sim.ParseProfile(path, src)
+	if err != nil {
+		return fmt.Errorf("cluster: bench-sim: %w", err)
+	}
+	ds, err := dataset.Open(data)
+	if err != nil {
+		return fmt.Errorf("cluster: bench-sim: %w", err)
+	}
+	if _, _, err := diskref.File(ds, &p.NVMe, diskref.Bytes); err != nil {
+		return fmt.Errorf("cluster: bench-sim --rescale-disk: %w", err)
+	}
+	return nil
 }
 
 // writeTempProfile writes prof to a new temporary file named by pattern
@@ -717,13 +788,33 @@ func deriveBenchProfile(src []byte, o SimBenchOptions, d Derivation) ([]byte, *s
 	return prof, p, nil
 }
 
-// simMakespan runs `gostachio sim` on profile for query q (host prices
-// scaled by cpuSlowdown unless 0) and returns its makespan in seconds.
-func simMakespan(ctx context.Context, o SimBenchOptions, profile, q string, cpuSlowdown float64) (float64, error) {
+// rescale is how a launch's references rescale the simulated machine:
+// the host's prices times cpu (sim --cpu-slowdown) and the disk's
+// bandwidth times disk (sim --disk-speedup); 0 leaves that part as
+// profiled.
+type rescale struct {
+	cpu, disk float64
+}
+
+// meanNs is the mean of ns (not empty).
+func meanNs(ns []int64) float64 {
+	var sum float64
+	for _, n := range ns {
+		sum += float64(n)
+	}
+	return sum / float64(len(ns))
+}
+
+// simMakespan runs `gostachio sim` on profile for query q, rescaled by r,
+// and returns its makespan in seconds.
+func simMakespan(ctx context.Context, o SimBenchOptions, profile, q string, r rescale) (float64, error) {
 	args := []string{"sim", "--profile", profile, "--nodes", strconv.Itoa(o.Nodes),
 		"--data", o.Data, "--query", q, "--policy", "overlap", "--json"}
-	if cpuSlowdown != 0 {
-		args = append(args, "--cpu-slowdown", strconv.FormatFloat(cpuSlowdown, 'g', -1, 64))
+	if r.cpu != 0 {
+		args = append(args, "--cpu-slowdown", strconv.FormatFloat(r.cpu, 'g', -1, 64))
+	}
+	if r.disk != 0 {
+		args = append(args, "--disk-speedup", strconv.FormatFloat(r.disk, 'g', -1, 64))
 	}
 	cmd := exec.CommandContext(ctx, o.Exe, args...)
 	var serr bytes.Buffer
@@ -802,7 +893,9 @@ func printSimBench(w io.Writer, o SimBenchOptions, rows []SimBenchRow) {
 		fmt.Fprintf(w, "; simulated time inside the engine's 95%% interval for %d of %d queries", inside, known)
 	}
 	fmt.Fprintln(w)
-	printRepriced(w, "unscaled (host prices as calibrated)", rows, func(r SimBenchRow) float64 { return r.SimUnscaled })
+	printRepriced(w, "unscaled (host prices and disk as calibrated)", rows, func(r SimBenchRow) float64 { return r.SimUnscaled })
+	printRepriced(w, "CPU rescaled alone", rows, func(r SimBenchRow) float64 { return r.SimCPUOnly })
+	printRepriced(w, "disk rescaled alone", rows, func(r SimBenchRow) float64 { return r.SimDiskOnly })
 	printRepriced(w, "at the link's full payload rate (no fabric efficiency)", rows, func(r SimBenchRow) float64 { return r.SimFullLink })
 	if len(rows) > 0 && rows[0].ColocationOwn > 0 {
 		printRepriced(w, fmt.Sprintf("at this launch's own co-location (%.3f, not pooled)", rows[0].ColocationOwn), rows, func(r SimBenchRow) float64 { return r.SimOwnColocation })

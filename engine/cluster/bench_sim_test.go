@@ -1,17 +1,19 @@
 package cluster
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"gostachio/plan"
 	"io"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"gostachio/plan"
 	"gostachio/sim"
 )
 
@@ -273,6 +275,21 @@ func TestBenchSimOrder(t *testing.T) {
 	}
 }
 
+// TestBenchSimRescaleDiskChecksFirst: --rescale-disk on a dataset whose
+// lineitem file cannot hold the disk reference fails naming it before the
+// launch's measurements start.
+func TestBenchSimRescaleDiskChecksFirst(t *testing.T) {
+	var out, log bytes.Buffer
+	_, err := BenchSim(context.Background(), SimBenchOptions{Nodes: 4, Link: Link{Rate: 1e9}, Data: testData(t), Queries: []string{"q3"},
+		Profile: "../../sim/profiles/devbox-xeon.yaml", ProfileOut: filepath.Join(t.TempDir(), "p.yaml"), RescaleDisk: true}, &out, &log)
+	if err == nil || !strings.Contains(err.Error(), "--rescale-disk") || !strings.Contains(err.Error(), "SF 0.25") {
+		t.Fatalf("err %v, want --rescale-disk naming the dataset's size", err)
+	}
+	if out.Len() > 0 || strings.Contains(log.String(), "measuring") {
+		t.Errorf("measured before refusing:\n%s%s", out.String(), log.String())
+	}
+}
+
 // TestTimedRuns: results are matched to the launch's list one for one,
 // each query's first warmup runs are left out, and a result of another
 // query or a missing one is an error naming it.
@@ -280,17 +297,22 @@ func TestTimedRuns(t *testing.T) {
 	list := []string{"q3", "q9", "q9", "q3", "q3", "q9"}
 	var res []jsonResult
 	for i, q := range list {
-		res = append(res, jsonResult{Query: q, Seconds: float64(i + 1), SentBytes: int64(i+1) << 20, ReferenceNs: int64(100 * (i + 1))})
+		res = append(res, jsonResult{Query: q, Seconds: float64(i + 1), SentBytes: int64(i+1) << 20,
+			ReferenceNs: int64(100 * (i + 1)), DiskReferenceNs: int64(7000 * (i + 1))})
 	}
-	res[4].ReferenceNs = 0 // not timed after that run
+	res[4].ReferenceNs = 0     // not timed after that run
+	res[3].DiskReferenceNs = 0 // nor the disk after this one
 	times, sent := map[string][]float64{}, map[string]float64{}
-	var refs []int64
+	var refs launchRefs
 	if err := timedRuns(list, res, 1, times, sent, &refs); err != nil {
 		t.Fatal(err)
 	}
 	// The references after the timed runs (3, 4, 6), none after run 5.
-	if !slices.Equal(refs, []int64{300, 400, 600}) {
-		t.Errorf("references %v, want those after timed runs 3, 4 and 6", refs)
+	if !slices.Equal(refs.cpu, []int64{300, 400, 600}) {
+		t.Errorf("CPU references %v, want those after timed runs 3, 4 and 6", refs.cpu)
+	}
+	if !slices.Equal(refs.disk, []int64{21000, 35000, 42000}) {
+		t.Errorf("disk references %v, want those after timed runs 3, 5 and 6", refs.disk)
 	}
 	if !slices.Equal(times["q3"], []float64{4, 5}) || !slices.Equal(times["q9"], []float64{3, 6}) {
 		t.Errorf("timed runs %v", times)

@@ -43,6 +43,22 @@ type WorkerOptions struct {
 	// stderr). It tells how fast the machine ran beside the queries
 	// (`cluster bench-sim --rescale-cpu`).
 	ReferenceEvery int
+	// DiskReferenceEvery > 0 has rank 0 time the disk reference
+	// (diskref.Time: DiskReferenceProfile's requests at its depth over
+	// the dataset's lineitem file, with a reader of the queries' --io)
+	// after every DiskReferenceEvery-th query, after the CPU reference
+	// where both are timed; its time goes with that query's result
+	// (disk_reference_ns in --format json, a "disk reference" line on
+	// stderr). It tells how fast the disk ran beside the queries
+	// (`cluster bench-sim --rescale-disk`).
+	DiskReferenceEvery int
+	// DiskReferenceProfile is the profile (name or .yaml) whose storage
+	// model shapes the disk reference's stream (nvme.request bytes,
+	// nvme.device_qd deep).
+	DiskReferenceProfile string
+	// diskReferenceBytes is what one disk reference reads (0: diskref.Bytes;
+	// tests read less, from a small dataset).
+	diskReferenceBytes int64
 }
 
 // RunWorker is `gostachio worker`: it finds its rank and rank 0 in the
@@ -78,8 +94,13 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 	if o.ReferenceEvery < 0 {
 		return fmt.Errorf("cluster: worker: --cpu-reference-every %d: want 0 (never) or more", o.ReferenceEvery)
 	}
+	disk, err := openDiskReference(ctx, o, rv.Rank)
+	if err != nil {
+		return err
+	}
+	defer disk.close()
 	var results []*engine.QueryResult
-	var refs []int64
+	var refs, diskRefs []int64
 	co.OnResult = func(r *engine.QueryResult) error {
 		fmt.Fprintf(stderr, "%s: %d rows in %.3f s on %d workers (policy %s, %d tasks, %d sends moving %s, read %s, peak intermediate %s per worker)\n",
 			r.Query, r.Batch.Rows, r.Wall.Seconds(), rv.World, r.Policy, r.Sched.Tasks, r.Sched.ByKind[scheduler.TaskSend],
@@ -90,6 +111,16 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 			fmt.Fprintf(stderr, "cpu reference: %.3f ms\n", float64(ref)/1e6)
 		}
 		refs = append(refs, ref)
+		var diskNs int64
+		if n := o.DiskReferenceEvery; n > 0 && disk != nil && len(diskRefs)%n == n-1 {
+			var bps float64
+			var err error
+			if diskNs, bps, err = disk.time(ctx); err != nil {
+				return err
+			}
+			fmt.Fprintf(stderr, "disk reference: %.3f ms (%.3f GB/s)\n", float64(diskNs)/1e6, bps/1e9)
+		}
+		diskRefs = append(diskRefs, diskNs)
 		if o.Format == "json" {
 			results = append(results, r)
 			return nil
@@ -103,7 +134,7 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 		return err
 	}
 	if o.Format == "json" && rv.Rank == 0 {
-		return writeJSON(stdout, results, refs)
+		return writeJSON(stdout, results, refs, diskRefs)
 	}
 	return nil
 }
@@ -138,11 +169,15 @@ type jsonResult struct {
 	// ReferenceNs is the CPU reference timed after this query
 	// (WorkerOptions.ReferenceEvery; 0: not timed).
 	ReferenceNs int64 `json:"cpu_reference_ns,omitempty"`
+	// DiskReferenceNs is the time the disk reference (diskref.Bytes)
+	// took after this query (WorkerOptions.DiskReferenceEvery; 0: not
+	// timed).
+	DiskReferenceNs int64 `json:"disk_reference_ns,omitempty"`
 }
 
-// writeJSON prints the results, each with its CPU reference time from
-// refs (as long as rs, or nil).
-func writeJSON(w io.Writer, rs []*engine.QueryResult, refs []int64) error {
+// writeJSON prints the results, each with its CPU and disk reference
+// times from refs and diskRefs (each as long as rs, or nil).
+func writeJSON(w io.Writer, rs []*engine.QueryResult, refs, diskRefs []int64) error {
 	out := make([]jsonResult, len(rs))
 	for i, r := range rs {
 		out[i] = jsonResult{Query: r.Query, Policy: r.Policy, Columns: r.Columns, Rows: r.Rows(),
@@ -150,6 +185,9 @@ func writeJSON(w io.Writer, rs []*engine.QueryResult, refs []int64) error {
 			SentBytes: r.Sched.BytesByKind[scheduler.TaskSend]}
 		if i < len(refs) {
 			out[i].ReferenceNs = refs[i]
+		}
+		if i < len(diskRefs) {
+			out[i].DiskReferenceNs = diskRefs[i]
 		}
 	}
 	enc := json.NewEncoder(w)

@@ -393,6 +393,62 @@ func TestWorkerCPUReference(t *testing.T) {
 	}
 }
 
+// TestWorkerDiskReference: with --disk-reference-every 2 rank 0 reads the
+// disk reference after the second query, and that query's JSON result
+// carries its time; a dataset whose lineitem file cannot hold the
+// reference, and flags given without each other or negative, are errors
+// naming what is wrong, before any query runs.
+func TestWorkerDiskReference(t *testing.T) {
+	// The SF0.01 lineitem file is too small for a reference of 128 MiB:
+	// this one reads 4 MiB of it.
+	data := testData(t)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+	ln.Close()
+	env := map[string]string{"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
+	o := WorkerOptions{RunOptions: engine.RunOptions{Data: data, Query: "q6,q14,q6", Format: "json", QueryOptions: engine.QueryOptions{Devices: 1, Mem: 1 << 30}},
+		Timeout: 5 * time.Second, DiskReferenceEvery: 2, DiskReferenceProfile: "devbox-xeon", diskReferenceBytes: 4 << 20, Getenv: func(k string) string { return env[k] }}
+	var out, log bytes.Buffer
+	if err := RunWorker(context.Background(), o, &out, &log); err != nil {
+		t.Fatalf("%v\n%s", err, log.String())
+	}
+	var res []jsonResult
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res) != 3 {
+		t.Fatalf("%d results (%v): %s", len(res), err, out.String())
+	}
+	if res[0].DiskReferenceNs != 0 || res[1].DiskReferenceNs <= 0 || res[2].DiskReferenceNs != 0 || res[1].ReferenceNs != 0 {
+		t.Errorf("disk references %d, %d, %d (CPU %d): want one, after the second query, and no CPU reference",
+			res[0].DiskReferenceNs, res[1].DiskReferenceNs, res[2].DiskReferenceNs, res[1].ReferenceNs)
+	}
+	if got := strings.Count(log.String(), "disk reference: "); got != 1 {
+		t.Errorf("%d disk reference lines on stderr, want 1:\n%s", got, log.String())
+	}
+	for _, c := range []struct {
+		every   int
+		profile string
+		bytes   int64
+		want    string
+	}{
+		{-1, "devbox-xeon", 4 << 20, "--disk-reference-every -1"},
+		{1, "", 4 << 20, "needs --disk-reference-profile"},
+		{0, "devbox-xeon", 4 << 20, "without --disk-reference-every"},
+		{1, "no-such-profile", 4 << 20, "--disk-reference-profile"},
+		{1, "devbox-xeon", 0, "SF 0.25"}, // the reference's 128 MiB
+	} {
+		bad := o
+		bad.DiskReferenceEvery, bad.DiskReferenceProfile, bad.diskReferenceBytes = c.every, c.profile, c.bytes
+		out.Reset()
+		if err := RunWorker(context.Background(), bad, &out, &log); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("every %d, profile %q, %d bytes: err %v, want it to name %q", c.every, c.profile, c.bytes, err, c.want)
+		} else if out.Len() > 0 {
+			t.Errorf("every %d, profile %q: printed results before failing: %s", c.every, c.profile, out.String())
+		}
+	}
+}
+
 // With Job.OpTimes every worker writes the operators its host ran, in a
 // file of its own; between them the workers' customer filters saw every
 // stored customer row once.
