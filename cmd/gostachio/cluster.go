@@ -255,6 +255,15 @@ on the cluster's network, as 'cluster bench-fabric': nic.bandwidth);
 operator kinds of --colocation-exempt (the aggregates by default) are priced so
 that they lose none of the co-location (node.colocation_exempt).
 
+Rank 0 times the disk reference (128 MiB of lineitem in the profile's
+requests) after every run, and the simulator's disk bandwidth is scaled by its
+throughput over the profile's model of it (--rescale-disk, on by default: the
+workers read from this machine's disk, whose speed moves by the hour, and the
+engine's slow launches were launches of a slow disk; a dataset of SF 0.25 or
+more). --rescale-cpu does the same with the CPU reference and the host's
+prices; with both, every launch is priced four ways (neither, each alone,
+both) and the others are printed beside the headline.
+
 The runs are interleaved by default: one launch of --warmup + --reps rounds,
 each running every query once in an order drawn from --seed, so that the
 machine's drift reaches every query alike (--order grouped: each query's runs
@@ -338,7 +347,7 @@ the rows of separate runs.`,
 	f.IntVar(&launches, "launches", 1, "whole measurements to run and pool (each its own seed, profile, co-location and network cost)")
 	f.Float64Var(&within, "within", 0.10, "the |error| bound the pooled summary counts cases and launches within (0.10: 10%)")
 	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "time the CPU reference on rank 0 after every run and scale the simulator's host prices by its drift since calibration (as validate --rescale-cpu)")
-	f.BoolVar(&o.RescaleDisk, "rescale-disk", false, "time the disk reference on rank 0 after every run and scale the simulator's disk bandwidth by its throughput over the profile's model (as validate --rescale-disk; a dataset of SF 0.25 or more)")
+	f.BoolVar(&o.RescaleDisk, "rescale-disk", true, "time the disk reference on rank 0 after every run and scale the simulator's disk bandwidth by its throughput over the profile's model (as validate --rescale-disk; a dataset of SF 0.25 or more; --rescale-disk=false: the disk as calibrated)")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }

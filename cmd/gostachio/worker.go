@@ -30,7 +30,10 @@ Rank 0 listens at the address, takes the query options (the others ignore
 them), coordinates, and prints the results as 'gostachio query' does. Every
 worker reads the same dataset directory (shared or replicated storage). A
 worker that fails, dies or goes silent for --timeout fails the run with an
-error naming it.`,
+error naming it. With --cpu-reference-every and --disk-reference-every, rank 0
+times the CPU and disk references between queries while the others wait, and
+each JSON result carries the times ('cluster bench-sim' rescales the simulator
+by them).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := rf.resolve(g); err != nil {

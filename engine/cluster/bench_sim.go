@@ -749,7 +749,7 @@ func checkDiskReference(data, path string, src []byte) error {
 		return fmt.Errorf("cluster: bench-sim: %w", err)
 	}
 	if _, _, err := diskref.File(ds, &p.NVMe, diskref.Bytes); err != nil {
-		return fmt.Errorf("cluster: bench-sim --rescale-disk: %w", err)
+		return fmt.Errorf("cluster: bench-sim --rescale-disk: %w; --rescale-disk=false prices the disk as calibrated", err)
 	}
 	return nil
 }
