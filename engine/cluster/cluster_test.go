@@ -360,10 +360,11 @@ func TestClusterJobErrors(t *testing.T) {
 	}
 }
 
-// TestWorkerCPUReference: a worker of a world of one with
-// --cpu-reference-every 2 reports the CPU reference's time with every
-// second result of its JSON output, and with no other.
-func TestWorkerCPUReference(t *testing.T) {
+// soloWorker is the options of a worker of a world of one on the SF0.01
+// test data, rank 0 at a free loopback port, running queries with JSON
+// output.
+func soloWorker(t *testing.T, queries string) WorkerOptions {
+	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -371,16 +372,32 @@ func TestWorkerCPUReference(t *testing.T) {
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	ln.Close()
 	env := map[string]string{"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
-	o := WorkerOptions{RunOptions: engine.RunOptions{Data: testData(t), Query: "q6,q14,q6", Format: "json", QueryOptions: engine.QueryOptions{Devices: 1, Mem: 1 << 30}},
-		Timeout: 5 * time.Second, ReferenceEvery: 2, Getenv: func(k string) string { return env[k] }}
+	return WorkerOptions{RunOptions: engine.RunOptions{Data: testData(t), Query: queries, Format: "json", QueryOptions: engine.QueryOptions{Devices: 1, Mem: 1 << 30}},
+		Timeout: 5 * time.Second, Getenv: func(k string) string { return env[k] }}
+}
+
+// runSoloWorker runs the worker o and returns its JSON results, which must
+// be n, and its stderr.
+func runSoloWorker(t *testing.T, o WorkerOptions, n int) ([]jsonResult, *bytes.Buffer) {
+	t.Helper()
 	var out, log bytes.Buffer
 	if err := RunWorker(context.Background(), o, &out, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
 	var res []jsonResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res) != 3 {
-		t.Fatalf("%d results (%v): %s", len(res), err, out.String())
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res) != n {
+		t.Fatalf("%d results (%v), want %d: %s", len(res), err, n, out.String())
 	}
+	return res, &log
+}
+
+// TestWorkerCPUReference: a worker of a world of one with
+// --cpu-reference-every 2 reports the CPU reference's time with every
+// second result of its JSON output, and with no other.
+func TestWorkerCPUReference(t *testing.T) {
+	o := soloWorker(t, "q6,q14,q6")
+	o.ReferenceEvery = 2
+	res, log := runSoloWorker(t, o, 3)
 	if res[0].ReferenceNs != 0 || res[1].ReferenceNs <= 0 || res[2].ReferenceNs != 0 {
 		t.Errorf("references %d, %d, %d: want one, after the second query", res[0].ReferenceNs, res[1].ReferenceNs, res[2].ReferenceNs)
 	}
@@ -388,7 +405,7 @@ func TestWorkerCPUReference(t *testing.T) {
 		t.Errorf("%d reference lines on stderr, want 1:\n%s", got, log.String())
 	}
 	o.ReferenceEvery = -1
-	if err := RunWorker(context.Background(), o, &out, &log); err == nil || !strings.Contains(err.Error(), "--cpu-reference-every -1") {
+	if err := RunWorker(context.Background(), o, io.Discard, log); err == nil || !strings.Contains(err.Error(), "--cpu-reference-every -1") {
 		t.Errorf("negative --cpu-reference-every: err %v", err)
 	}
 }
@@ -401,24 +418,9 @@ func TestWorkerCPUReference(t *testing.T) {
 func TestWorkerDiskReference(t *testing.T) {
 	// The SF0.01 lineitem file is too small for a reference of 128 MiB:
 	// this one reads 4 MiB of it.
-	data := testData(t)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	env := map[string]string{"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
-	o := WorkerOptions{RunOptions: engine.RunOptions{Data: data, Query: "q6,q14,q6", Format: "json", QueryOptions: engine.QueryOptions{Devices: 1, Mem: 1 << 30}},
-		Timeout: 5 * time.Second, DiskReferenceEvery: 2, DiskReferenceProfile: "devbox-xeon", diskReferenceBytes: 4 << 20, Getenv: func(k string) string { return env[k] }}
-	var out, log bytes.Buffer
-	if err := RunWorker(context.Background(), o, &out, &log); err != nil {
-		t.Fatalf("%v\n%s", err, log.String())
-	}
-	var res []jsonResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res) != 3 {
-		t.Fatalf("%d results (%v): %s", len(res), err, out.String())
-	}
+	o := soloWorker(t, "q6,q14,q6")
+	o.DiskReferenceEvery, o.DiskReferenceProfile, o.diskReferenceBytes = 2, "devbox-xeon", 4<<20
+	res, log := runSoloWorker(t, o, 3)
 	if res[0].DiskReferenceNs != 0 || res[1].DiskReferenceNs <= 0 || res[2].DiskReferenceNs != 0 || res[1].ReferenceNs != 0 {
 		t.Errorf("disk references %d, %d, %d (CPU %d): want one, after the second query, and no CPU reference",
 			res[0].DiskReferenceNs, res[1].DiskReferenceNs, res[2].DiskReferenceNs, res[1].ReferenceNs)
@@ -440,8 +442,8 @@ func TestWorkerDiskReference(t *testing.T) {
 	} {
 		bad := o
 		bad.DiskReferenceEvery, bad.DiskReferenceProfile, bad.diskReferenceBytes = c.every, c.profile, c.bytes
-		out.Reset()
-		if err := RunWorker(context.Background(), bad, &out, &log); err == nil || !strings.Contains(err.Error(), c.want) {
+		var out bytes.Buffer
+		if err := RunWorker(context.Background(), bad, &out, log); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("every %d, profile %q, %d bytes: err %v, want it to name %q", c.every, c.profile, c.bytes, err, c.want)
 		} else if out.Len() > 0 {
 			t.Errorf("every %d, profile %q: printed results before failing: %s", c.every, c.profile, out.String())
