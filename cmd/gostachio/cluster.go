@@ -257,10 +257,10 @@ that they lose none of the co-location (node.colocation_exempt).
 
 Rank 0 times the disk reference (128 MiB of lineitem in the profile's
 requests) after every run, and the simulator's disk bandwidth is scaled by its
-throughput over the profile's model of it (--rescale-disk, on by default: the
-workers read from this machine's disk, whose speed moves by the hour, and the
-engine's slow launches were launches of a slow disk; a dataset of SF 0.25 or
-more). --rescale-cpu does the same with the CPU reference and the host's
+throughput over the profile's model of it (--rescale-disk, on by default; a
+dataset of SF 0.25 or more). The workers read from this machine's disk, whose
+speed moves by the hour with the rest of the guest, and the engine's slow
+launches were launches in which the disk reference ran slow too. --rescale-cpu does the same with the CPU reference and the host's
 prices; with both, every launch is priced four ways (neither, each alone,
 both) and the others are printed beside the headline.
 

@@ -241,9 +241,10 @@ func BenchSimOrder(queries []string, rounds int, seed uint64) []string {
 
 // launchRefs are the references rank 0 timed after a launch's timed runs
 // (none where 0): CPU reference times (cpu_reference_ns) and disk
-// reference times (disk_reference_ns).
+// references (disk_reference_bytes read in disk_reference_ns).
 type launchRefs struct {
-	cpu, disk []int64
+	cpu  []int64
+	disk []diskReading
 }
 
 // timedRuns checks that the results of a launch answer its query list one
@@ -267,8 +268,8 @@ func timedRuns(list []string, res []jsonResult, warmup int, times map[string][]f
 		if r := res[i].ReferenceNs; r > 0 {
 			refs.cpu = append(refs.cpu, r)
 		}
-		if r := res[i].DiskReferenceNs; r > 0 {
-			refs.disk = append(refs.disk, r)
+		if r := res[i]; r.DiskReferenceNs > 0 && r.DiskReferenceBytes > 0 {
+			refs.disk = append(refs.disk, diskReading{bytes: r.DiskReferenceBytes, ns: r.DiskReferenceNs})
 		}
 	}
 	return nil
@@ -676,14 +677,17 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		if len(refs.disk) == 0 {
 			return nil, fmt.Errorf("cluster: bench-sim --rescale-disk: rank 0 timed no disk reference")
 		}
-		// The reads' bytes over their time: every reference reads
-		// diskref.Bytes, so this is the harmonic mean of their rates, as
-		// validate's total bytes over total time.
-		measured := diskref.Bytes / meanNs(refs.disk) * 1e9
+		// The reads' bytes over their time, as validate's total bytes
+		// over total time.
+		var bytes, ns float64
+		for _, d := range refs.disk {
+			bytes, ns = bytes+float64(d.bytes), ns+float64(d.ns)
+		}
+		measured := bytes / ns * 1e9
 		model := diskref.ModelBps(&derived.NVMe)
 		ratio.disk = measured / model
 		fmt.Fprintf(w, "disk reference beside the engine: %.3f GB/s (%d reads of %d MiB, one after each timed run) vs %.3f GB/s in the profile's storage model: x%.3f, the simulator's disk bandwidth scaled by it\n",
-			measured/1e9, len(refs.disk), diskref.Bytes>>20, model/1e9, ratio.disk)
+			measured/1e9, len(refs.disk), int64(bytes)/int64(len(refs.disk))>>20, model/1e9, ratio.disk)
 	}
 	var rows []SimBenchRow
 	for _, q := range o.Queries {

@@ -298,7 +298,7 @@ func TestTimedRuns(t *testing.T) {
 	var res []jsonResult
 	for i, q := range list {
 		res = append(res, jsonResult{Query: q, Seconds: float64(i + 1), SentBytes: int64(i+1) << 20,
-			ReferenceNs: int64(100 * (i + 1)), DiskReferenceNs: int64(7000 * (i + 1))})
+			ReferenceNs: int64(100 * (i + 1)), DiskReferenceNs: int64(7000 * (i + 1)), DiskReferenceBytes: 1 << 20})
 	}
 	res[4].ReferenceNs = 0     // not timed after that run
 	res[3].DiskReferenceNs = 0 // nor the disk after this one
@@ -311,7 +311,7 @@ func TestTimedRuns(t *testing.T) {
 	if !slices.Equal(refs.cpu, []int64{300, 400, 600}) {
 		t.Errorf("CPU references %v, want those after timed runs 3, 4 and 6", refs.cpu)
 	}
-	if !slices.Equal(refs.disk, []int64{21000, 35000, 42000}) {
+	if !slices.Equal(refs.disk, []diskReading{{1 << 20, 21000}, {1 << 20, 35000}, {1 << 20, 42000}}) {
 		t.Errorf("disk references %v, want those after timed runs 3, 5 and 6", refs.disk)
 	}
 	if !slices.Equal(times["q3"], []float64{4, 5}) || !slices.Equal(times["q9"], []float64{3, 6}) {

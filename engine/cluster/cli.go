@@ -100,7 +100,8 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 	}
 	defer disk.close()
 	var results []*engine.QueryResult
-	var refs, diskRefs []int64
+	var refs []int64
+	var diskRefs []diskReading
 	co.OnResult = func(r *engine.QueryResult) error {
 		fmt.Fprintf(stderr, "%s: %d rows in %.3f s on %d workers (policy %s, %d tasks, %d sends moving %s, read %s, peak intermediate %s per worker)\n",
 			r.Query, r.Batch.Rows, r.Wall.Seconds(), rv.World, r.Policy, r.Sched.Tasks, r.Sched.ByKind[scheduler.TaskSend],
@@ -111,16 +112,15 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 			fmt.Fprintf(stderr, "cpu reference: %.3f ms\n", float64(ref)/1e6)
 		}
 		refs = append(refs, ref)
-		var diskNs int64
+		var dr diskReading
 		if n := o.DiskReferenceEvery; n > 0 && disk != nil && len(diskRefs)%n == n-1 {
-			var bps float64
 			var err error
-			if diskNs, bps, err = disk.time(ctx); err != nil {
+			if dr, err = disk.time(ctx); err != nil {
 				return err
 			}
-			fmt.Fprintf(stderr, "disk reference: %.3f ms (%.3f GB/s)\n", float64(diskNs)/1e6, bps/1e9)
+			fmt.Fprintf(stderr, "disk reference: %.3f ms (%.3f GB/s)\n", float64(dr.ns)/1e6, float64(dr.bytes)/float64(dr.ns))
 		}
-		diskRefs = append(diskRefs, diskNs)
+		diskRefs = append(diskRefs, dr)
 		if o.Format == "json" {
 			results = append(results, r)
 			return nil
@@ -169,15 +169,16 @@ type jsonResult struct {
 	// ReferenceNs is the CPU reference timed after this query
 	// (WorkerOptions.ReferenceEvery; 0: not timed).
 	ReferenceNs int64 `json:"cpu_reference_ns,omitempty"`
-	// DiskReferenceNs is the time the disk reference (diskref.Bytes)
-	// took after this query (WorkerOptions.DiskReferenceEvery; 0: not
-	// timed).
-	DiskReferenceNs int64 `json:"disk_reference_ns,omitempty"`
+	// DiskReferenceNs is the time the disk reference took after this
+	// query, reading DiskReferenceBytes (WorkerOptions.DiskReferenceEvery;
+	// 0: not timed).
+	DiskReferenceNs    int64 `json:"disk_reference_ns,omitempty"`
+	DiskReferenceBytes int64 `json:"disk_reference_bytes,omitempty"`
 }
 
 // writeJSON prints the results, each with its CPU and disk reference
 // times from refs and diskRefs (each as long as rs, or nil).
-func writeJSON(w io.Writer, rs []*engine.QueryResult, refs, diskRefs []int64) error {
+func writeJSON(w io.Writer, rs []*engine.QueryResult, refs []int64, diskRefs []diskReading) error {
 	out := make([]jsonResult, len(rs))
 	for i, r := range rs {
 		out[i] = jsonResult{Query: r.Query, Policy: r.Policy, Columns: r.Columns, Rows: r.Rows(),
@@ -187,7 +188,7 @@ func writeJSON(w io.Writer, rs []*engine.QueryResult, refs, diskRefs []int64) er
 			out[i].ReferenceNs = refs[i]
 		}
 		if i < len(diskRefs) {
-			out[i].DiskReferenceNs = diskRefs[i]
+			out[i].DiskReferenceNs, out[i].DiskReferenceBytes = diskRefs[i].ns, diskRefs[i].bytes
 		}
 	}
 	enc := json.NewEncoder(w)

@@ -421,6 +421,9 @@ func TestWorkerDiskReference(t *testing.T) {
 	o := soloWorker(t, "q6,q14,q6")
 	o.DiskReferenceEvery, o.DiskReferenceProfile, o.diskReferenceBytes = 2, "devbox-xeon", 4<<20
 	res, log := runSoloWorker(t, o, 3)
+	if res[1].DiskReferenceBytes != 4<<20 {
+		t.Errorf("the disk reference read %d bytes, want 4 MiB", res[1].DiskReferenceBytes)
+	}
 	if res[0].DiskReferenceNs != 0 || res[1].DiskReferenceNs <= 0 || res[2].DiskReferenceNs != 0 || res[1].ReferenceNs != 0 {
 		t.Errorf("disk references %d, %d, %d (CPU %d): want one, after the second query, and no CPU reference",
 			res[0].DiskReferenceNs, res[1].DiskReferenceNs, res[2].DiskReferenceNs, res[1].ReferenceNs)

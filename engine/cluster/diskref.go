@@ -59,14 +59,19 @@ func openDiskReference(ctx context.Context, o WorkerOptions, rank int) (*workerD
 	return &workerDiskReference{reader: r, ds: ds, nvme: prof.NVMe, bytes: n}, nil
 }
 
-// time reads one disk reference and returns its nanoseconds and
-// throughput (bytes/s).
-func (d *workerDiskReference) time(ctx context.Context) (int64, float64, error) {
+// diskReading is one disk reference: the bytes it read and the
+// nanoseconds they took (0: none timed).
+type diskReading struct {
+	bytes, ns int64
+}
+
+// time reads one disk reference.
+func (d *workerDiskReference) time(ctx context.Context) (diskReading, error) {
 	b, took, err := diskref.Time(ctx, d.reader, d.ds, &d.nvme, d.bytes)
 	if err != nil {
-		return 0, 0, fmt.Errorf("cluster: worker: disk reference: %w", err)
+		return diskReading{}, fmt.Errorf("cluster: worker: disk reference: %w", err)
 	}
-	return took.Nanoseconds(), float64(b) / took.Seconds(), nil
+	return diskReading{bytes: b, ns: took.Nanoseconds()}, nil
 }
 
 // close closes the reader (nothing for nil).

@@ -77,9 +77,9 @@ func File(ds *dataset.Dataset, s *costmodel.Storage, n int64) (string, int64, er
 	return path, size, nil
 }
 
-// Time reads n bytes (Bytes: the reference) of ds's lineitem file (File)
-// in s's requests at its depth with r, and returns the bytes read and the
-// time taken.
+// Time reads n bytes (Bytes: the reference; rounded up to whole requests)
+// of ds's lineitem file (File) in s's requests at its depth with r, and
+// returns the bytes read and the time taken.
 func Time(ctx context.Context, r *storage.Reader, ds *dataset.Dataset, s *costmodel.Storage, n int64) (int64, time.Duration, error) {
 	path, size, err := File(ds, s, n)
 	if err != nil {
@@ -90,7 +90,7 @@ func Time(ctx context.Context, r *storage.Reader, ds *dataset.Dataset, s *costmo
 	if depth <= 0 {
 		depth = max(s.TaskQD, 1)
 	}
-	spans := int(max(n/req, 1))
+	spans := int(max((n+req-1)/req, 1))
 	start := time.Now()
 	if err := ReadSpans(ctx, r, path, size, 0, req, depth, spans, nil); err != nil {
 		return 0, 0, err
