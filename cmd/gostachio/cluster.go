@@ -248,7 +248,8 @@ bandwidth and latency (--latency where the kernel cannot emulate the delay).
 Before the runs it measures what the workers lose by sharing the cores (a
 kernel loop in one process and in --nodes processes: node.colocation) and what
 the TCP stack takes from the cores per byte (the data plane streaming between
-two namespaces over --link: node.net_cpu_cost) and the share of the link's
+two namespaces over --link: node.net_cpu_cost, from the machine's interrupt
+time by default, --net-cpu-from) and the share of the link's
 rate a port moves in short all-to-all exchanges (bursts through the data plane
 on the cluster's network, as 'cluster bench-fabric': nic.bandwidth);
 --colocation, --net-cpu-cost and --fabric-efficiency give them instead. The
@@ -260,9 +261,10 @@ requests) after every run, and the simulator's disk bandwidth is scaled by its
 throughput over the profile's model of it (--rescale-disk, on by default; a
 dataset of SF 0.25 or more). The workers read from this machine's disk, whose
 speed moves by the hour with the rest of the guest, and the engine's slow
-launches were launches in which the disk reference ran slow too. --rescale-cpu does the same with the CPU reference and the host's
-prices; with both, every launch is priced four ways (neither, each alone,
-both) and the others are printed beside the headline.
+launches were launches in which the disk reference ran slow too.
+--rescale-cpu does the same with the CPU reference and the host's prices;
+with both, every launch is priced four ways (neither, each alone, both) and
+the others are printed beside the headline.
 
 The runs are interleaved by default: one launch of --warmup + --reps rounds,
 each running every query once in an order drawn from --seed, so that the
@@ -343,7 +345,7 @@ the rows of separate runs.`,
 	f.BoolVar(&o.ColocationQueries, "colocation-queries", false, "measure the co-location on the leading operators of the queries' scan pipelines instead of the hash loop (and the loop's too, as colocation_loop)")
 	f.Float64Var(&o.NetCPUCost, "net-cpu-cost", 0, "ns of a core the network stack spends per byte at each end (0: measure it first on --link; negative: none)")
 	f.DurationVar(&o.NetCPUDuration, "net-cpu-duration", 3*time.Second, "length of the network CPU measurement's long runs (the short ones run a third of it)")
-	f.StringVar(&o.NetCPUFrom, "net-cpu-from", cluster.NetCPUBusy, "which figure of the network CPU measurement prices the network: busy (the machine's busy time while the stream runs) or softirq (its interrupt time alone)")
+	f.StringVar(&o.NetCPUFrom, "net-cpu-from", cluster.NetCPUSoftirq, "which figure of the network CPU measurement prices the network: softirq (the machine's interrupt time while the stream runs) or busy (its whole busy time)")
 	f.IntVar(&launches, "launches", 1, "whole measurements to run and pool (each its own seed, profile, co-location and network cost)")
 	f.Float64Var(&within, "within", 0.10, "the |error| bound the pooled summary counts cases and launches within (0.10: 10%)")
 	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "time the CPU reference on rank 0 after every run and scale the simulator's host prices by its drift since calibration (as validate --rescale-cpu)")
