@@ -431,6 +431,12 @@ func TestWorkerDiskReference(t *testing.T) {
 	if got := strings.Count(log.String(), "disk reference: "); got != 1 {
 		t.Errorf("%d disk reference lines on stderr, want 1:\n%s", got, log.String())
 	}
+	// A reference that is not whole requests (devbox-xeon's are 1 MiB)
+	// reads whole requests, and says so.
+	o.Query, o.DiskReferenceEvery, o.diskReferenceBytes = "q6", 1, 4<<20+1
+	if res, _ := runSoloWorker(t, o, 1); res[0].DiskReferenceBytes != 5<<20 {
+		t.Errorf("a reference of 4 MiB + 1 byte read %d bytes, want 5 MiB", res[0].DiskReferenceBytes)
+	}
 	for _, c := range []struct {
 		every   int
 		profile string
