@@ -36,6 +36,10 @@ type Profile struct {
 	// NIC is one NIC port, per direction (egress and ingress are separate
 	// links of this bandwidth).
 	NIC costmodel.Transfer `yaml:"nic"`
+	// NICEfficiency, when given, is the share of NIC.Bandwidth a transfer
+	// between nodes moves at, by its size (FabricPoint): a send of b bytes
+	// occupies the NIC links as b/e(b) bytes would.
+	NICEfficiency []FabricPoint `yaml:"nic_efficiency,omitempty"`
 	// Switch connects the nodes.
 	Switch SwitchSpec `yaml:"switch"`
 	// Intra is the path of sends between devices of one node.
@@ -321,5 +325,5 @@ func (p *Profile) Validate() error {
 	if err := p.NVMe.Validate(); err != nil {
 		return fmt.Errorf("nvme: %w", err)
 	}
-	return nil
+	return validateFabric(p.NICEfficiency)
 }

@@ -135,7 +135,7 @@ func newExchangePeerCmd() *cobra.Command {
 
 func newBenchFabricCmd(g *globals) *cobra.Command {
 	var o cluster.FabricBenchOptions
-	var link, frame string
+	var link, frame, pairBytes string
 	cmd := &cobra.Command{
 		Use:   "bench-fabric --link RATE [--nodes 4] [--profile DERIVED.yaml]",
 		Short: "All-to-all exchange bursts on a --netns cluster network: each port's rate against the link's, and the simulator's fabric efficiency",
@@ -169,10 +169,18 @@ this measurement before its runs (--fabric-efficiency 0, the default).`,
 					return fmt.Errorf("cluster: bench-fabric: %s %d must be at least %d", c.flag, c.val, c.min)
 				}
 			}
+			if pairBytes != "" {
+				sizes, err := parseSizes("bench-fabric --pair-bytes", pairBytes)
+				if err != nil {
+					return err
+				}
+				return tableOrJSON(c, g, func(out io.Writer) (any, error) { return cluster.BenchFabricSweep(c.Context(), o, sizes, out) })
+			}
 			return tableOrJSON(c, g, func(out io.Writer) (any, error) { return cluster.BenchFabric(c.Context(), o, out) })
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&pairBytes, "pair-bytes", "", "sweep: comma-separated bytes each worker sends to each other per burst, one measurement each, in frames of at most --frame (--frames ignored)")
 	f.StringVar(&link, "link", "", "every worker's link, RATE[,DELAY][,queue=SIZE]")
 	f.IntVar(&o.Nodes, "nodes", 4, "workers")
 	f.IntVar(&o.Frames, "frames", cluster.DefaultBurstFrames, "frames each worker sends to each other per round")
@@ -234,7 +242,7 @@ func newColocatePeerCmd() *cobra.Command {
 
 func newBenchSimCmd(g *globals) *cobra.Command {
 	var o cluster.SimBenchOptions
-	var link, qs, exempt, colocationFrom string
+	var link, qs, exempt, colocationFrom, fabricSizes string
 	var launches int
 	var within float64
 	cmd := &cobra.Command{
@@ -316,6 +324,11 @@ the rows of separate runs.`,
 			if o.Profile == "" {
 				o.Profile = localProfilePath()
 			}
+			if fabricSizes != "none" && fabricSizes != "" {
+				if o.FabricSizes, err = parseSizes("bench-sim --fabric-sizes", fabricSizes); err != nil {
+					return err
+				}
+			}
 			return tableOrJSON(c, g, func(out io.Writer) (any, error) {
 				rows, _, err := cluster.BenchSimLaunches(c.Context(), o, launches, within, out, c.ErrOrStderr())
 				return rows, err
@@ -335,6 +348,7 @@ the rows of separate runs.`,
 	f.StringVar(&o.Profile, "profile", "", "calibrated profile the simulated one derives from "+localProfileHelp)
 	f.StringVar(&o.ProfileOut, "profile-out", "netns-cluster.yaml", "where to write the derived profile")
 	f.Float64Var(&o.FabricEfficiency, "fabric-efficiency", 0, "share of the link's TCP payload rate a port moves in all-to-all exchanges (0: measure it first with bursts, as bench-fabric; 1: the full rate)")
+	f.StringVar(&fabricSizes, "fabric-sizes", "none", "bytes per pair of workers of the bursts that measure the fabric's efficiency by the size of an exchange (e.g. "+sizeList(cluster.DefaultFabricSizes)+"): the simulator then prices each pipeline's sends from one worker to another at the efficiency of their total; none: one efficiency for every exchange")
 	f.DurationVar(&o.Latency, "latency", 15*time.Microsecond, "simulated NIC latency when the delay is not emulated (0: the --link delay)")
 	f.Float64Var(&o.Colocation, "colocation", 0, "share of the cores' single-process speed the workers get together (0: measure it first; 1: none lost)")
 	f.DurationVar(&o.ColocationDuration, "colocation-duration", time.Second, "length of each co-location measurement")
@@ -392,6 +406,23 @@ func tableOrJSON(c *cobra.Command, g *globals, bench func(table io.Writer) (any,
 
 // streamInputs are a stream benchmark's --link and --frame, parsed, and
 // this binary (its peers run it).
+// parseSizes parses a comma-separated list of positive byte sizes (flag
+// names the list in errors).
+func parseSizes(flag, list string) ([]int64, error) {
+	var sizes []int64
+	for _, s := range strings.Split(list, ",") {
+		n, err := units.ParseBytes(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %s %q: %w", flag, s, err)
+		}
+		if n <= 0 {
+			return nil, fmt.Errorf("cluster: %s %q: want a positive size", flag, s)
+		}
+		sizes = append(sizes, n)
+	}
+	return sizes, nil
+}
+
 func streamInputs(link, frame string) (cluster.Link, int64, string, error) {
 	l, err := cluster.ParseLink(link)
 	if err != nil {
@@ -412,4 +443,13 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// sizeList writes sizes as a --fabric-sizes list (KiB).
+func sizeList(sizes []int64) string {
+	parts := make([]string, len(sizes))
+	for i, b := range sizes {
+		parts[i] = fmt.Sprintf("%dKiB", b>>10)
+	}
+	return strings.Join(parts, ",")
 }

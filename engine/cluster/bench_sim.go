@@ -106,6 +106,13 @@ type SimBenchOptions struct {
 	// 0: measured first with all-to-all bursts, MeasureBurst, and fitted to
 	// the derived profile, FitFabricEfficiency; 1: the full rate).
 	FabricEfficiency float64
+	// FabricSizes, when not empty, are the bytes per pair of workers of
+	// the bursts of a fabric curve (MeasureFabricCurve; DefaultFabricSizes):
+	// the simulator then prices each exchange at the efficiency of its
+	// size (Derivation.FabricCurve), and the one efficiency fitted to
+	// DefaultBurstFrames frames is kept as an alternative pricing
+	// (SimBenchRow.SimSingleFabric). Not with a given FabricEfficiency.
+	FabricSizes []int64
 	// RescaleCPU has rank 0 time the CPU reference after every query
 	// (WorkerOptions.ReferenceEvery) and scales the simulator's host
 	// prices by the mean of the timed runs' references over the profile's
@@ -202,6 +209,11 @@ type SimBenchRow struct {
 	FabricEfficiency float64            `json:"fabric_efficiency,omitempty"`
 	Fabric           *FabricBenchResult `json:"fabric,omitempty"`
 	SimFullLink      float64            `json:"sim_full_link_s,omitempty"`
+	// FabricCurve is the fabric's efficiency by size when bench-sim
+	// measured one (SimBenchOptions.FabricSizes): Sim is then priced with
+	// it, and SimSingleFabric with the one FabricEfficiency instead.
+	FabricCurve     []FabricCurvePoint `json:"fabric_curve,omitempty"`
+	SimSingleFabric float64            `json:"sim_single_fabric_s,omitempty"`
 	// ColocationLoop is the hash loop's co-location measured in the same
 	// launch when the profile's came from the queries' operators
 	// (SimBenchOptions.ColocationQueries); 0 otherwise.
@@ -318,6 +330,10 @@ type Derivation struct {
 	// port moves during a query's all-to-all exchanges
 	// (FitFabricEfficiency), in (0, 1]; 0 or 1: all of it.
 	FabricEfficiency float64
+	// FabricCurve, when not empty, is the fabric's efficiency by the size
+	// of an exchange (MeasureFabricCurve), written as nic_efficiency with
+	// the NIC at the full payload rate: not with a FabricEfficiency below 1.
+	FabricCurve []FabricCurvePoint
 	// ColocationExempt are the operator kinds that lose nothing to
 	// co-location (node.colocation_exempt, with the colocation lines).
 	ColocationExempt []string
@@ -375,6 +391,9 @@ func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
 	if !(fabric > 0 && fabric <= 1) {
 		return nil, fmt.Errorf("cluster: derive profile: fabric efficiency %v outside (0, 1]", d.FabricEfficiency)
 	}
+	if len(d.FabricCurve) > 0 && fabric < 1 {
+		return nil, fmt.Errorf("cluster: derive profile: a fabric curve prices the NIC by size: not with one fabric efficiency %v", fabric)
+	}
 	var out bytes.Buffer
 	section := ""
 	seen := map[string]bool{}
@@ -382,6 +401,9 @@ func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
 	for _, line := range lines {
 		if len(line) > 0 && line[0] != ' ' && line[0] != '#' {
 			section, _, _ = strings.Cut(line, ":")
+		}
+		if section == "nic_efficiency" {
+			continue // the cluster's fabric replaces it (FabricCurve)
 		}
 		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
 		indented := strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ")
@@ -453,7 +475,11 @@ func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
 			return nil, fmt.Errorf("cluster: derive profile: no %s in the profile", k)
 		}
 	}
-	return bytes.TrimRight(out.Bytes(), "\n"), nil
+	res := bytes.TrimRight(out.Bytes(), "\n")
+	if len(d.FabricCurve) > 0 {
+		res = bytes.TrimRight(append(append(res, '\n'), fabricCurveYAML(d.FabricCurve, link)...), "\n")
+	}
+	return res, nil
 }
 
 // BenchSim runs the comparison and prints a table on w (notices on log).
@@ -494,6 +520,14 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	}
 	if !(o.FabricEfficiency >= 0 && o.FabricEfficiency <= 1) {
 		return nil, fmt.Errorf("cluster: bench-sim: --fabric-efficiency %v: want a share in (0, 1], or 0 to measure it", o.FabricEfficiency)
+	}
+	if len(o.FabricSizes) > 0 && o.FabricEfficiency != 0 {
+		return nil, fmt.Errorf("cluster: bench-sim: --fabric-sizes measures the fabric's efficiency by size: not with --fabric-efficiency %v", o.FabricEfficiency)
+	}
+	for _, b := range o.FabricSizes {
+		if b <= 0 {
+			return nil, fmt.Errorf("cluster: bench-sim: --fabric-sizes: %d bytes per pair: want a positive size", b)
+		}
 	}
 	if o.ColocationDuration <= 0 {
 		o.ColocationDuration = time.Second
@@ -606,6 +640,15 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			b.Frames, b.FrameBytes>>10, b.Median, len(b.Seconds), slices.Min(b.Seconds), slices.Max(b.Seconds), b.Rate/1e6, fabric.PayloadShare, b.BusyCores, fit.describe(derived.NIC.Bandwidth))
 		o.FabricEfficiency = fit.Efficiency
 	}
+	var curve []FabricCurvePoint
+	if len(o.FabricSizes) > 0 {
+		fmt.Fprintf(log, "bench-sim: timing all-to-all bursts of %d sizes for the fabric's efficiency by size\n", len(o.FabricSizes))
+		var err error
+		if curve, err = MeasureFabricCurve(ctx, BurstOptions{Exe: o.Exe, Nodes: o.Nodes, Link: o.Link, Warmup: 2}, derived, o.FabricSizes, knownBurst(fabric), w); err != nil {
+			return nil, err
+		}
+	}
+	singleFabric := "" // the profile at the one fabric efficiency, when a curve prices the runs
 	if o.FabricEfficiency < 1 {
 		var err error
 		if fullLink, err = writeTempProfile("gostachio-full-link-*.yaml", prof); err != nil {
@@ -617,13 +660,24 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			return nil, err
 		}
 	}
+	if len(curve) > 0 {
+		var err error
+		if singleFabric, err = writeTempProfile("gostachio-single-fabric-*.yaml", prof); err != nil {
+			return nil, err
+		}
+		defer os.Remove(singleFabric)
+		deriv.FabricEfficiency, deriv.FabricCurve = 1, curve
+		if prof, derived, err = deriveBenchProfile(src, o, deriv); err != nil {
+			return nil, err
+		}
+	}
 	if err := os.WriteFile(o.ProfileOut, append(prof, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
 	ownProfile := "" // the profile at this launch's own co-location, when pooled
 	if own > 0 {
 		od := deriv
-		od.Colocation, od.FabricEfficiency = own, o.FabricEfficiency
+		od.Colocation = own
 		op, _, err := deriveBenchProfile(src, o, od)
 		if err != nil {
 			return nil, err
@@ -705,7 +759,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		if o.Colocation < 1 {
 			row.ColocationExempt = o.ColocationExempt
 		}
-		row.FabricEfficiency, row.Fabric = o.FabricEfficiency, fabric
+		row.FabricEfficiency, row.Fabric, row.FabricCurve = o.FabricEfficiency, fabric, curve
 		row.Corun = derived.Node.Corun
 		if len(pool.Ratios) > 0 {
 			row.ColocationPooled, row.ColocationPooledLaunches = len(pool.Ratios), pool.Launches
@@ -718,6 +772,11 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		}
 		if fullLink != "" {
 			if row.SimFullLink, err = simMakespan(ctx, o, fullLink, q, ratio); err != nil {
+				return rows, err
+			}
+		}
+		if singleFabric != "" {
+			if row.SimSingleFabric, err = simMakespan(ctx, o, singleFabric, q, ratio); err != nil {
 				return rows, err
 			}
 		}
@@ -905,10 +964,15 @@ func printSimBench(w io.Writer, o SimBenchOptions, rows []SimBenchRow) {
 	printRepriced(w, "CPU rescaled alone", rows, func(r SimBenchRow) float64 { return r.SimCPUOnly })
 	printRepriced(w, "disk rescaled alone", rows, func(r SimBenchRow) float64 { return r.SimDiskOnly })
 	printRepriced(w, "at the link's full payload rate (no fabric efficiency)", rows, func(r SimBenchRow) float64 { return r.SimFullLink })
+	printRepriced(w, singleFabricWhat, rows, func(r SimBenchRow) float64 { return r.SimSingleFabric })
 	if len(rows) > 0 && rows[0].ColocationOwn > 0 {
 		printRepriced(w, fmt.Sprintf("at this launch's own co-location (%.3f, not pooled)", rows[0].ColocationOwn), rows, func(r SimBenchRow) float64 { return r.SimOwnColocation })
 	}
 }
+
+// singleFabricWhat names the pricing at one fabric efficiency where a
+// fabric curve priced the runs.
+const singleFabricWhat = "at one fabric efficiency (bursts of 7 x 384 KiB per pair) instead of by the exchanges' sizes"
 
 // printRepriced prints the rows' errors with the simulated times sim
 // gives instead, when the first row has one.

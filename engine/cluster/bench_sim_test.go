@@ -381,3 +381,53 @@ func TestColocationEfficiency(t *testing.T) {
 		}
 	}
 }
+
+// TestDeriveProfileFabricCurve: a fabric curve becomes nic_efficiency,
+// one point per size with its measurement in a comment, beside the NIC at
+// the full payload rate; deriving again replaces it (or drops it); and a
+// curve with one fabric efficiency below 1 is refused.
+func TestDeriveProfileFabricCurve(t *testing.T) {
+	src, err := os.ReadFile("../../sim/profiles/devbox-calibrated.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	point := func(pair int64, frames int, e float64) FabricCurvePoint {
+		return FabricCurvePoint{PairBytes: pair, Burst: BurstResult{Frames: frames, FrameBytes: pair / int64(frames), Median: 0.25}, Fit: FabricFit{Efficiency: e}, PayloadShare: e}
+	}
+	d := Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 100e6}, Colocation: 1,
+		FabricCurve: []FabricCurvePoint{point(256<<10, 1, 0.25), point(3<<20, 8, 0.8)}}
+	out, err := DeriveProfile(src, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sim.ParseProfile("derived", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	want := []sim.FabricPoint{{PairBytes: 256 << 10, Efficiency: 0.25}, {PairBytes: 3 << 20, Efficiency: 0.8}}
+	if !slices.Equal(p.NICEfficiency, want) {
+		t.Errorf("nic_efficiency %v, want %v", p.NICEfficiency, want)
+	}
+	if got, full := p.NIC.Bandwidth.PerNs(), 100e6/8/1e9*1448/1514; math.Abs(got-full) > 1e-6*full {
+		t.Errorf("nic bandwidth %g B/ns, want the full payload rate %g", got, full)
+	}
+	if !strings.Contains(string(out), "  - {pair_bytes: 3145728, efficiency: 0.8}  # 8 x 384 KiB per pair: 0.25 s") {
+		t.Errorf("no commented point for 3 MiB:\n%s", out)
+	}
+	d.FabricCurve = d.FabricCurve[1:]
+	again, err := DeriveProfile(out, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, err := sim.ParseProfile("again", again); err != nil || len(p.NICEfficiency) != 1 || strings.Count(string(again), "nic_efficiency:") != 1 {
+		t.Errorf("derived again with one point: %v (%v)\n%s", p.NICEfficiency, err, again)
+	}
+	d.FabricCurve = nil
+	if none, err := DeriveProfile(out, d); err != nil || strings.Contains(string(none), "nic_efficiency") {
+		t.Errorf("derived again without a curve: %v\n%s", err, none)
+	}
+	d.FabricCurve, d.FabricEfficiency = []FabricCurvePoint{point(1<<20, 4, 0.5)}, 0.8
+	if _, err := DeriveProfile(src, d); err == nil || !strings.Contains(err.Error(), "not with one fabric efficiency") {
+		t.Errorf("a curve and an efficiency of 0.8: err %v", err)
+	}
+}

@@ -607,3 +607,64 @@ func BenchFabric(ctx context.Context, o FabricBenchOptions, w io.Writer) (Fabric
 	}
 	return res, nil
 }
+
+// FabricSweepPoint is one size of BenchFabricSweep: the burst moved
+// PairBytes from every worker to every other.
+type FabricSweepPoint struct {
+	PairBytes int64 `json:"pair_bytes"`
+	FabricBenchResult
+}
+
+// PairFrames splits a burst of pairBytes from one worker to another into
+// the fewest frames of at most maxFrame bytes, all of one size:
+// ceil(pairBytes/maxFrame) frames of ceil(pairBytes/frames) bytes.
+// pairBytes and maxFrame must be positive.
+func PairFrames(pairBytes, maxFrame int64) (frames int, frameBytes int64) {
+	n := (pairBytes + maxFrame - 1) / maxFrame
+	return int(n), (pairBytes + n - 1) / n
+}
+
+// BenchFabricSweep runs BenchFabric once per size of sizes (the bytes each
+// worker sends to each other in a burst, split by PairFrames into frames
+// of at most o.FrameBytes; o.Frames is ignored) and prints a table of the
+// bursts' share of the link by size: where a port's buffer is smaller
+// than what converges on it at once, TCP loses packets and the share
+// falls off a cliff (README, issue 9).
+func BenchFabricSweep(ctx context.Context, o FabricBenchOptions, sizes []int64, w io.Writer) ([]FabricSweepPoint, error) {
+	if len(sizes) == 0 {
+		return nil, fmt.Errorf("cluster: bench-fabric: no burst sizes")
+	}
+	for _, s := range sizes {
+		if s <= 0 {
+			return nil, fmt.Errorf("cluster: bench-fabric: burst size %d bytes must be positive", s)
+		}
+	}
+	maxFrame := o.FrameBytes
+	if maxFrame <= 0 {
+		maxFrame = 384 << 10
+	}
+	var out []FabricSweepPoint
+	for _, s := range sizes {
+		p := o
+		p.Frames, p.FrameBytes = PairFrames(s, maxFrame)
+		res, err := BenchFabric(ctx, p, w)
+		if err != nil {
+			return out, fmt.Errorf("cluster: bench-fabric: bursts of %d bytes per pair: %w", s, err)
+		}
+		out = append(out, FabricSweepPoint{PairBytes: int64(res.Burst.Frames) * benchBatchBytes(res.Burst.FrameBytes), FabricBenchResult: res})
+	}
+	fmt.Fprintf(w, "\nbursts on --link %s by the bytes each worker sends to each other:\n", o.Link)
+	fmt.Fprintf(w, "%12s %8s %12s %14s", "per pair", "frames", "makespan s", "payload share")
+	if o.Profile != "" {
+		fmt.Fprintf(w, " %11s", "efficiency")
+	}
+	fmt.Fprintln(w)
+	for _, p := range out {
+		fmt.Fprintf(w, "%9.0f KiB %8d %12.4g %14.3f", float64(p.PairBytes)/1024, p.Burst.Frames, p.Burst.Median, p.PayloadShare)
+		if p.Fit != nil {
+			fmt.Fprintf(w, " %11.3f", p.Fit.Efficiency)
+		}
+		fmt.Fprintln(w)
+	}
+	return out, nil
+}

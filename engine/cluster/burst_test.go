@@ -356,6 +356,46 @@ func TestBenchSimFabric(t *testing.T) {
 	}
 }
 
+// TestBenchSimFabricCurve: with --fabric-sizes the rows carry the curve
+// (the size of the default burst reuses that burst), the profile written
+// prices the NIC by size at the full payload rate, every row is also
+// priced at the one efficiency, and no temporary profile is left behind.
+func TestBenchSimFabricCurve(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a 4-worker netns cluster and its bursts for seconds")
+	}
+	o, tmp := benchSimTestOptions(t)
+	o.Queries, o.Colocation = []string{"q3"}, 0.6
+	o.FabricSizes = []int64{64 << 10, DefaultBurstFrames * 384 << 10}
+	rows, err := BenchSim(context.Background(), o, io.Discard, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := rows[0]
+	if len(r.FabricCurve) != 2 || r.Fabric == nil {
+		t.Fatalf("curve %+v, fabric %+v", r.FabricCurve, r.Fabric)
+	}
+	if c := r.FabricCurve[1]; c.PairBytes != DefaultBurstFrames*benchBatchBytes(384<<10) || !slices.Equal(c.Burst.Seconds, r.Fabric.Burst.Seconds) {
+		t.Errorf("the default burst's size: %+v, not the burst measured for the one efficiency %+v", c, r.Fabric.Burst)
+	}
+	if !(r.SimSingleFabric > 0) {
+		t.Errorf("no price at the one efficiency: %+v", r)
+	}
+	p, err := sim.LoadProfile(o.ProfileOut)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.NICEfficiency) != 2 || math.Abs(p.NICEfficiency[0].Efficiency-r.FabricCurve[0].Fit.Efficiency) > 1e-3 {
+		t.Errorf("profile's nic_efficiency %v, curve %+v", p.NICEfficiency, r.FabricCurve)
+	}
+	if want := math.Round(1e9 / 8 * TCPPayloadShare); math.Abs(float64(p.NIC.Bandwidth)-want) > 0.5 {
+		t.Errorf("derived NIC %v B/s, want the full payload rate %v", float64(p.NIC.Bandwidth), want)
+	}
+	if left, _ := filepath.Glob(filepath.Join(tmp, "gostachio-*")); len(left) > 0 {
+		t.Errorf("left behind: %v", left)
+	}
+}
+
 // TestBenchSimPooledColocation: with --colocation-from the profile's
 // co-location is the median of the earlier launches' rounds and this
 // one's, the rows say so and carry the price at this launch's own
@@ -405,5 +445,66 @@ func TestBenchSimPooledColocation(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "gostachio-own-colocation-*")); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
+	}
+}
+
+func TestPairFrames(t *testing.T) {
+	for _, tc := range []struct {
+		pair, max  int64
+		frames     int
+		frameBytes int64
+	}{
+		{384 << 10, 384 << 10, 1, 384 << 10},
+		{384<<10 + 1, 384 << 10, 2, 192<<10 + 1},
+		{128 << 10, 384 << 10, 1, 128 << 10},
+		{7 * 384 << 10, 384 << 10, 7, 384 << 10},
+		{1000, 300, 4, 250},
+	} {
+		n, b := PairFrames(tc.pair, tc.max)
+		if n != tc.frames || b != tc.frameBytes {
+			t.Errorf("PairFrames(%d, %d) = %d x %d, want %d x %d", tc.pair, tc.max, n, b, tc.frames, tc.frameBytes)
+		}
+		if int64(n)*b < tc.pair || b > tc.max {
+			t.Errorf("PairFrames(%d, %d) = %d x %d: does not cover the pair in frames of at most the maximum", tc.pair, tc.max, n, b)
+		}
+	}
+}
+
+// TestBenchFabricSweep measures two burst sizes on a 3-worker 50 Mbit/s
+// cluster: one point per size, each split into frames of at most --frame,
+// and a table row per size.
+func TestBenchFabricSweep(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs three namespaces' data plane for seconds")
+	}
+	link, err := ParseLink("50Mbit")
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := FabricBenchOptions{BurstOptions: BurstOptions{Nodes: 3, Link: link, FrameBytes: 128 << 10, Rounds: 1, Warmup: 1}}
+	for _, bad := range [][]int64{nil, {64 << 10, 0}} {
+		if _, err := BenchFabricSweep(context.Background(), o, bad, io.Discard); err == nil {
+			t.Errorf("sizes %v: accepted", bad)
+		}
+	}
+	needNetns(t)
+	o.Exe = gostachioBin(t)
+	var out strings.Builder
+	pts, err := BenchFabricSweep(context.Background(), o, []int64{64 << 10, 160 << 10}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pts) != 2 || pts[0].Burst.Frames != 1 || pts[1].Burst.Frames != 2 || pts[1].Burst.FrameBytes != 80<<10 {
+		t.Fatalf("points %+v", pts)
+	}
+	for _, p := range pts {
+		if p.PairBytes != int64(p.Burst.Frames)*benchBatchBytes(p.Burst.FrameBytes) || p.PayloadShare <= 0 {
+			t.Errorf("point %+v", p)
+		}
+	}
+	for _, row := range []string{"64 KiB        1", "160 KiB        2"} {
+		if !strings.Contains(out.String(), row) {
+			t.Errorf("no row %q in\n%s", row, out.String())
+		}
 	}
 }
