@@ -135,7 +135,7 @@ func newExchangePeerCmd() *cobra.Command {
 
 func newBenchFabricCmd(g *globals) *cobra.Command {
 	var o cluster.FabricBenchOptions
-	var link, frame, pairBytes string
+	var link, frame, pairBytes, from string
 	cmd := &cobra.Command{
 		Use:   "bench-fabric --link RATE [--nodes 4] [--profile DERIVED.yaml]",
 		Short: "All-to-all exchange bursts on a --netns cluster network: each port's rate against the link's, and the simulator's fabric efficiency",
@@ -149,9 +149,20 @@ moved against the link's TCP payload rate; with --profile (a cluster profile,
 as 'cluster bench-sim' derives), the share of its NIC bandwidth at which the
 simulator takes as long for the same burst (of the bandwidth as written: a
 profile bench-sim wrote carries its launch's share already). bench-sim makes
-this measurement before its runs (--fabric-efficiency 0, the default).`,
+this measurement before its runs (--fabric-efficiency 0, the default).
+--pair-bytes measures bursts of several sizes (the fabric's efficiency by the
+size of an exchange, as bench-sim --fabric-sizes) and prints them as a table;
+--from fits bursts saved with --json against --profile without measuring.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
+			if from != "" {
+				if o.Profile == "" {
+					return fmt.Errorf("cluster: bench-fabric --from refits saved bursts: it needs --profile")
+				}
+				return tableOrJSON(c, g, func(out io.Writer) (any, error) {
+					return cluster.RefitFabric(c.Context(), o.Profile, strings.Split(from, ","), out)
+				})
+			}
 			var err error
 			if o.Link, o.FrameBytes, o.Exe, err = streamInputs(link, frame); err != nil {
 				return err
@@ -180,6 +191,7 @@ this measurement before its runs (--fabric-efficiency 0, the default).`,
 		},
 	}
 	f := cmd.Flags()
+	f.StringVar(&from, "from", "", "comma-separated --json outputs of earlier bench-fabric runs: fit their bursts against --profile instead of measuring")
 	f.StringVar(&pairBytes, "pair-bytes", "", "sweep: comma-separated bytes each worker sends to each other per burst, one measurement each, in frames of at most --frame (--frames ignored)")
 	f.StringVar(&link, "link", "", "every worker's link, RATE[,DELAY][,queue=SIZE]")
 	f.IntVar(&o.Nodes, "nodes", 4, "workers")

@@ -29,6 +29,7 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"cluster", "bench-fabric", "--link", "1Gbit", "--rounds", "-1"}, "--rounds -1 must be at least 1"},
 		{[]string{"cluster", "bench-fabric", "--link", "1Gbit", "--frame", "4B"}, "--frame 4 must be at least 8"},
 		{[]string{"cluster", "bench-fabric"}, "--link needs a rate"},
+		{[]string{"cluster", "bench-fabric", "--from", "saved.json"}, "--from refits saved bursts: it needs --profile"},
 		{[]string{"cluster", "bench-fabric", "--link", "1Gbit", "--pair-bytes", "64KiB,0"}, `--pair-bytes "0": want a positive size`},
 		{[]string{"cluster", "bench-fabric", "--link", "1Gbit", "--pair-bytes", "64KiB,lots"}, `--pair-bytes "lots"`},
 		{[]string{"validate-reference", "--data", "/nonexistent", "--seconds", "0"}, "--seconds 0"},

@@ -10,6 +10,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
@@ -665,6 +666,46 @@ func BenchFabricSweep(ctx context.Context, o FabricBenchOptions, sizes []int64, 
 			fmt.Fprintf(w, " %11.3f", p.Fit.Efficiency)
 		}
 		fmt.Fprintln(w)
+	}
+	return out, nil
+}
+
+// RefitFabric fits bursts measured before (bench-fabric --json outputs:
+// one result or a --pair-bytes sweep's points, in files) against the
+// simulator profile at path, as BenchFabric does live, and prints each:
+// one set of measurements, priced against another model.
+func RefitFabric(ctx context.Context, path string, files []string, w io.Writer) ([]FabricSweepPoint, error) {
+	prof, err := sim.LoadProfile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cluster: bench-fabric: %w", err)
+	}
+	var out []FabricSweepPoint
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: bench-fabric: %w", err)
+		}
+		var pts []FabricSweepPoint
+		if err := json.Unmarshal(b, &pts); err != nil {
+			var one FabricBenchResult
+			if err1 := json.Unmarshal(b, &one); err1 != nil {
+				return nil, fmt.Errorf("cluster: bench-fabric: %s: not a bench-fabric --json output: %v", f, err1)
+			}
+			pts = []FabricSweepPoint{{PairBytes: int64(one.Burst.Frames) * benchBatchBytes(one.Burst.FrameBytes), FabricBenchResult: one}}
+		}
+		for _, p := range pts {
+			if p.Burst.Nodes < 2 || !(p.Burst.Median > 0) {
+				return nil, fmt.Errorf("cluster: bench-fabric: %s: a burst without its nodes or makespan", f)
+			}
+			fit, err := FitFabricEfficiency(ctx, prof, p.Burst)
+			if err != nil {
+				return nil, fmt.Errorf("cluster: bench-fabric: %s: %w", f, err)
+			}
+			p.Fit, p.Profile = &fit, path
+			fmt.Fprintf(w, "%s: %d x %d KiB per pair on %d workers over --link %s, %.4g s: %s\n",
+				f, p.Burst.Frames, p.Burst.FrameBytes>>10, p.Burst.Nodes, p.Link, p.Burst.Median, fit.describe(prof.NIC.Bandwidth))
+			out = append(out, p)
+		}
 	}
 	return out, nil
 }

@@ -508,3 +508,58 @@ func TestBenchFabricSweep(t *testing.T) {
 		}
 	}
 }
+
+// TestRefitFabric: saved bursts (one bench-fabric result, and a sweep's
+// points) fitted against a profile give the efficiencies at which the
+// simulator takes as long, and bad files are refused naming them.
+func TestRefitFabric(t *testing.T) {
+	path := "../../sim/testdata/profiles/tiny.yaml"
+	p, err := sim.LoadProfile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	burst := func(frames int, e float64) BurstResult {
+		b := BurstResult{Nodes: 3, Frames: frames, FrameBytes: 256 << 10, Streams: 4}
+		b.PortBytes = int64(b.Nodes-1) * int64(b.Frames) * benchBatch(b.FrameBytes).Bytes()
+		b.Median = burstAt(t, *p, e, b)
+		return b
+	}
+	dir := t.TempDir()
+	write := func(name string, v any) string {
+		f := filepath.Join(dir, name)
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	one := write("one.json", FabricBenchResult{Burst: burst(4, 0.5), Link: "50Mbit"})
+	sweep := write("sweep.json", []FabricSweepPoint{{PairBytes: 256 << 10, FabricBenchResult: FabricBenchResult{Burst: burst(1, 0.25)}},
+		{PairBytes: 2 << 20, FabricBenchResult: FabricBenchResult{Burst: burst(8, 0.75)}}})
+	var out strings.Builder
+	pts, err := RefitFabric(context.Background(), path, []string{one, sweep}, &out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{0.5, 0.25, 0.75}
+	if len(pts) != len(want) {
+		t.Fatalf("%d points, want %d:\n%s", len(pts), len(want), out.String())
+	}
+	for i, pt := range pts {
+		if pt.Fit == nil || math.Abs(pt.Fit.Efficiency-want[i]) > 2e-3 || pt.Profile != path {
+			t.Errorf("point %d: %+v, want efficiency %g against %s", i, pt, want[i], path)
+		}
+	}
+	if pts[0].PairBytes != 4*benchBatchBytes(256<<10) || !strings.Contains(out.String(), "one.json: 4 x 256 KiB per pair on 3 workers") {
+		t.Errorf("the single result: %d bytes per pair; printed\n%s", pts[0].PairBytes, out.String())
+	}
+	bad := write("bad.json", map[string]any{"burst": map[string]any{"nodes": 0}})
+	for _, f := range []string{filepath.Join(dir, "missing.json"), write("text.json", "not a result"), bad} {
+		if _, err := RefitFabric(context.Background(), path, []string{f}, io.Discard); err == nil || !strings.Contains(err.Error(), filepath.Base(f)) {
+			t.Errorf("%s: err %v, want one naming it", f, err)
+		}
+	}
+}
