@@ -525,17 +525,7 @@ func TestRefitFabric(t *testing.T) {
 		return b
 	}
 	dir := t.TempDir()
-	write := func(name string, v any) string {
-		f := filepath.Join(dir, name)
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(f, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return f
-	}
+	write := func(name string, v any) string { return writeJSONFile(t, dir, name, v) }
 	one := write("one.json", FabricBenchResult{Burst: burst(4, 0.5), Link: "50Mbit"})
 	sweep := write("sweep.json", []FabricSweepPoint{{PairBytes: 256 << 10, FabricBenchResult: FabricBenchResult{Burst: burst(1, 0.25)}},
 		{PairBytes: 2 << 20, FabricBenchResult: FabricBenchResult{Burst: burst(8, 0.75)}}})

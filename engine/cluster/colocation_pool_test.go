@@ -15,17 +15,7 @@ import (
 // without rounds and files that are not rows.
 func TestLoadColocationRounds(t *testing.T) {
 	dir := t.TempDir()
-	write := func(name string, rows []SimBenchRow) string {
-		p := filepath.Join(dir, name)
-		b, err := json.Marshal(rows)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, b, 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	write := func(name string, rows []SimBenchRow) string { return writeJSONFile(t, dir, name, rows) }
 	row := func(q string, launch int, ratios ...float64) SimBenchRow {
 		return SimBenchRow{Query: q, Engine: []float64{1}, Launch: launch, Nodes: 4, Devices: 1, Link: "1Gbit", ColocationRatios: ratios}
 	}
@@ -70,4 +60,18 @@ func TestLoadColocationRounds(t *testing.T) {
 			t.Errorf("%v: error %v, want one naming %q", tc.paths, err, tc.want)
 		}
 	}
+}
+
+// writeJSONFile writes v as JSON to dir/name and returns the path.
+func writeJSONFile(t *testing.T, dir, name string, v any) string {
+	t.Helper()
+	p := filepath.Join(dir, name)
+	b, err := json.Marshal(v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
