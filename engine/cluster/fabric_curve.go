@@ -86,15 +86,6 @@ func MeasureFabricCurve(ctx context.Context, o BurstOptions, prof *sim.Profile, 
 	return out, nil
 }
 
-// fabricPoints are the curve's points for the simulator.
-func fabricPoints(curve []FabricCurvePoint) []sim.FabricPoint {
-	out := make([]sim.FabricPoint, len(curve))
-	for i, p := range curve {
-		out[i] = sim.FabricPoint{PairBytes: p.PairBytes, Efficiency: p.Fit.Efficiency}
-	}
-	return out
-}
-
 // fabricCurveYAML is the profile's nic_efficiency block for curve, on
 // link, each point with its measurement in a comment.
 func fabricCurveYAML(curve []FabricCurvePoint, link Link) string {
