@@ -123,13 +123,17 @@ vet:
 fmt:
 	gofmt -w $$(git ls-files '*.go')
 
-# Tools the tests and benchmarks call (fio for `bench io --vs-fio`), and
-# the verbs headers for the rdma build tag.
+# Tools the tests and benchmarks call (fio for `bench io --vs-fio`, iperf3
+# for `cluster bench-exchange`), and the verbs headers for the rdma build tag.
 deps: deps-rdma
 	@command -v fio >/dev/null 2>&1 || { \
 	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
 	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fio) >/dev/null 2>&1 || echo "note: could not install fio (bench io --vs-fio needs it)"; \
 	  else echo "note: fio is not installed (bench io --vs-fio needs it)"; fi; }
+	@command -v iperf3 >/dev/null 2>&1 || { \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+	    (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iperf3) >/dev/null 2>&1 || echo "note: could not install iperf3 (cluster bench-exchange needs it)"; \
+	  else echo "note: iperf3 is not installed (cluster bench-exchange needs it)"; fi; }
 
 deps-rdma:
 	@[ -f $(VERBS_H) ] || { \
