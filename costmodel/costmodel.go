@@ -579,7 +579,25 @@ type Storage struct {
 	// reader streamed 1.7–2.5 GB/s (calibrate measures it; the simulator
 	// applies it with sim.Net.SlowBy). 0: reads cost the cores nothing.
 	CPUSteal float64 `yaml:"cpu_steal,omitempty"`
+	// Completion is when the device reports a read done: CompletionEach
+	// ("" or "each") as soon as its bytes are in, or CompletionBatch
+	// ("batch") when the device next runs out of work, every read of its
+	// busy period at once. Reads that arrive while it is busy join that
+	// busy period. The virtio disk of a Firecracker guest behaves so: a
+	// 12 KiB read submitted beside six of 1 MiB completes with them, and
+	// four processes' reads complete together (`calibrate` probes it).
+	Completion string `yaml:"completion,omitempty"`
 }
+
+// Storage completion disciplines (Storage.Completion).
+const (
+	CompletionEach  = "each"
+	CompletionBatch = "batch"
+)
+
+// Batched reports whether the device completes its reads in batches
+// (Completion is CompletionBatch).
+func (s *Storage) Batched() bool { return s.Completion == CompletionBatch }
 
 // Frac is f(q) of the formula on Storage.
 func (s *Storage) Frac(q float64) float64 {
@@ -650,6 +668,11 @@ func (s *Storage) Validate() error {
 	}
 	if !(s.CPUSteal >= 0) || math.IsInf(s.CPUSteal, 0) {
 		return fmt.Errorf("costmodel: storage cpu_steal %g must be finite and not negative", s.CPUSteal)
+	}
+	switch s.Completion {
+	case "", CompletionEach, CompletionBatch:
+	default:
+		return fmt.Errorf("costmodel: storage completion %q: want %q or %q", s.Completion, CompletionEach, CompletionBatch)
 	}
 	for i, p := range s.Curve {
 		if p.QD <= 0 || p.Frac <= 0 || p.Frac > 1 {

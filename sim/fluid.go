@@ -37,6 +37,13 @@ type link struct {
 	qd      int                // outstanding requests of active flows
 	shared  *sharedCores       // non-nil: capacity falls with oversubscription
 	jobs    int                // active flows without weights (a shared-cores link's kernels)
+	// batch: a storage link that completes its flows in batches
+	// (costmodel.Storage.Batched): a flow whose bytes are in is held until
+	// no flow is active on the link or in its latency phase bound for it
+	// (arriving: counted from Start to activation).
+	batch    bool
+	arriving int32
+	held     []int32
 
 	// slowedBy: links whose throughput slows this one (Net.SlowBy), at
 	// steal per unit of their throughput; slows: the links this one's
@@ -62,6 +69,7 @@ const (
 	flowFree flowState = iota
 	flowLatency
 	flowActive
+	flowHeld // its bytes are in; its batch link has not run out of work
 )
 
 // flow is one transfer (or compute job) crossing up to maxFlowLinks links.
@@ -156,7 +164,7 @@ func (n *Net) AddLink(capacity float64) LinkID {
 // AddStorageLink adds an SSD whose capacity follows s's queue-depth curve
 // (bytes/ns). s must be valid (costmodel.Storage.Validate) and outlive n.
 func (n *Net) AddStorageLink(s *costmodel.Storage) LinkID {
-	n.links = append(n.links, link{storage: s, peak: s.MaxBandwidth() / 1e9})
+	n.links = append(n.links, link{storage: s, peak: s.MaxBandwidth() / 1e9, batch: s.Batched()})
 	return LinkID(len(n.links) - 1)
 }
 
@@ -379,6 +387,12 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 	kind := evActivate
 	if f.n == 0 || f.size <= 0 {
 		kind = evDone
+	} else {
+		for i := 0; i < int(f.n); i++ {
+			if l := &n.links[f.links[i]]; l.batch {
+				l.arriving++
+			}
+		}
 	}
 	n.q.push(event{t: n.now + lat, kind: kind, id: id, gen: f.gen})
 	return FlowID(id)
@@ -416,6 +430,9 @@ func (n *Net) stepBefore(limit int64) (tag int32, start, end int64, ok bool) {
 			n.activate(e.id)
 		case evFinish:
 			n.deactivate(e.id)
+			if n.hold(e.id) {
+				continue
+			}
 			return n.finish(e.id)
 		case evDone:
 			return n.finish(e.id)
@@ -434,6 +451,35 @@ func (n *Net) finish(id int32) (tag int32, start, end int64, ok bool) {
 	return tag, start, n.now, true
 }
 
+// hold keeps flow id, whose bytes are in, from completing while one of
+// its batch links still has work (an active or arriving flow), and
+// releases the flows held on each batch link id leaves idle: they complete
+// at this instant, after id, in the order their bytes came in. It reports
+// whether id is held.
+func (n *Net) hold(id int32) bool {
+	f := &n.flows[id]
+	for i := 0; i < int(f.n); i++ {
+		l := &n.links[f.links[i]]
+		if l.batch && (len(l.flows) > 0 || l.arriving > 0) {
+			f.state = flowHeld
+			f.gen++ // no prediction may finish it again
+			l.held = append(l.held, id)
+			return true
+		}
+	}
+	for i := 0; i < int(f.n); i++ {
+		l := &n.links[f.links[i]]
+		if !l.batch {
+			continue
+		}
+		for _, h := range l.held {
+			n.q.push(event{t: n.now, kind: evDone, id: h, gen: n.flows[h].gen})
+		}
+		l.held = l.held[:0]
+	}
+	return false
+}
+
 // activate joins flow id to its links and re-shares their component.
 func (n *Net) activate(id int32) {
 	f := &n.flows[id]
@@ -441,6 +487,9 @@ func (n *Net) activate(id int32) {
 	f.last = n.now
 	for i := 0; i < int(f.n); i++ {
 		l := &n.links[f.links[i]]
+		if l.batch {
+			l.arriving--
+		}
 		if len(l.flows) == 0 {
 			l.busySince = n.now
 		}

@@ -73,6 +73,7 @@ func runFluidScenario(input string) (string, error) {
 					st.Curve = append(st.Curve, costmodel.QDPoint{QD: qd, Frac: fr})
 				}
 			}
+			st.Completion = kv["completion"]
 			if err := st.Validate(); err != nil {
 				return "", err
 			}

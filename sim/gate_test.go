@@ -1,8 +1,10 @@
 package sim
 
 import (
+	"slices"
 	"testing"
 
+	"gostachio/costmodel"
 	"gostachio/plan"
 	"gostachio/scheduler"
 )
@@ -162,5 +164,73 @@ func TestReadsSlowHostKernels(t *testing.T) {
 	host.NVMe.CPUSteal = -1
 	if err := host.Validate(); err == nil {
 		t.Error("negative cpu_steal accepted")
+	}
+}
+
+// TestReadsCompleteInBatches: with nvme.completion batch, a read whose
+// bytes are in waits for the device to run out of work, on one node and
+// across the nodes of one machine, which share its disk.
+func TestReadsCompleteInBatches(t *testing.T) {
+	p, err := LoadProfile("testdata/profiles/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := func(p *Profile, nodes int) [][2]int64 {
+		c, err := NewCluster(p, nodes)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 4 MiB (4 requests) on node 0 and 1 MiB on the last node: 5
+		// requests, past the curve's knee, 1 B/ns between them.
+		ts := []scheduler.Task{
+			{Kind: scheduler.TaskRead, Res: scheduler.Resource{Kind: scheduler.ResNVMe}, Bytes: 4 << 20},
+			{Kind: scheduler.TaskRead, Node: int32(nodes - 1), Res: scheduler.Resource{Kind: scheduler.ResNVMe}, Bytes: 1 << 20},
+		}
+		for i := range ts {
+			if err := c.Start(&ts[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got := make([][2]int64, len(ts))
+		for _, comp := range drain(t, c) {
+			for i := range ts {
+				if comp.Task == &ts[i] {
+					got[i] = [2]int64{int64(comp.Start), int64(comp.End)}
+				}
+			}
+		}
+		return got
+	}
+	const lat = 100_000
+	// Processor sharing: 0.5 B/ns each until the 1 MiB is in (2 MiB
+	// moved), then the 4 MiB read's other 3 MiB alone.
+	small := int64(lat + 2<<20)
+	all := int64(lat + 5<<20)
+	want := [][2]int64{{0, all}, {0, small}}
+	if got := run(p, 1); !slices.Equal(got, want) {
+		t.Errorf("completion each: reads ran %v, want %v", got, want)
+	}
+	batch := *p
+	batch.NVMe.Completion = costmodel.CompletionBatch
+	want = [][2]int64{{0, all}, {0, all}}
+	if got := run(&batch, 1); !slices.Equal(got, want) {
+		t.Errorf("completion batch: reads ran %v, want %v", got, want)
+	}
+	// Two workers of one machine: one disk, one busy period.
+	batch.Node.SharedMachine = true
+	if got := run(&batch, 2); !slices.Equal(got, want) {
+		t.Errorf("completion batch, 2 workers of one machine: reads ran %v, want %v", got, want)
+	}
+	// Two machines: each disk has its own busy period; the 1 MiB read
+	// alone keeps one request outstanding, where the curve gives half the
+	// bandwidth.
+	batch.Node.SharedMachine = false
+	want = [][2]int64{{0, lat + 4<<20}, {0, lat + 2<<20}}
+	if got := run(&batch, 2); !slices.Equal(got, want) {
+		t.Errorf("completion batch, 2 machines: reads ran %v, want %v", got, want)
+	}
+	batch.NVMe.Completion = "fifo"
+	if err := batch.Validate(); err == nil {
+		t.Error("nvme.completion fifo accepted")
 	}
 }
