@@ -6,7 +6,10 @@ import (
 )
 
 // testBackend completes started tasks one per step in a scripted order:
-// "fifo" (start order), "lifo" (latest first), or "random" (seeded). Each
+// "fifo" (start order), "lifo" (latest first), "random" (seeded),
+// "node0-first" (start order, node 0's tasks before every other node's)
+// or "node0-slow" (start order, node 0's tasks only at every tenth step
+// while other nodes have some). Each
 // completion advances time by one microsecond and reports the task's
 // estimated output, as the simulator does without data.
 type testBackend struct {
@@ -16,6 +19,7 @@ type testBackend struct {
 	rng      *rand.Rand
 	inflight []*Task
 	started  []*Task
+	steps    int
 	// onStart, when set, sees every start (for property checks).
 	onStart func(*Task)
 }
@@ -51,6 +55,15 @@ func (b *testBackend) Next(ctx context.Context) (Completion, error) {
 		i = len(b.inflight) - 1
 	case "random":
 		i = b.rng.IntN(len(b.inflight))
+	case "node0-first", "node0-slow":
+		b.steps++
+		first := b.order == "node0-first" || b.steps%10 == 0
+		for j, t := range b.inflight {
+			if (t.Node == 0) == first {
+				i = j
+				break
+			}
+		}
 	}
 	t := b.inflight[i]
 	copy(b.inflight[i:], b.inflight[i+1:])

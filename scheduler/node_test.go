@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -309,3 +310,65 @@ func TestRunNodeStuck(t *testing.T) {
 		}
 	}
 }
+
+// TestRunPassesPerNode: under Run, a node's scheduler takes a pass only
+// for its own events, as each worker's RunNode loop does; adaptive
+// regulation grows a limit by one per pass, so what a node starts before
+// its k-th completion (with no delivery to it yet) must not depend on how
+// many events other nodes had meanwhile.
+func TestRunPassesPerNode(t *testing.T) {
+	tables, err := plan.TPCHStats(0.1, 5000)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.TPCHQuery("q6", 0.1, tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := NewPolicy("overlap", "chunk=256KiB")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := Topology{Nodes: 4, Devices: 1, SSDs: 1, NICs: 1, DeviceMem: 4 << 30, PinnedMem: 4 << 30}
+	const k = 8
+	// startsBefore lists node 0's tasks started before its k-th
+	// completion, and counts the other nodes' completions before it and
+	// the sends to node 0 among them.
+	startsBefore := func(order string) (starts []string, others, sends int) {
+		b := newTestBackend(topo, order, 0)
+		own := 0
+		b.onStart = func(t *Task) {
+			if t.Node == 0 && own < k {
+				starts = append(starts, fmt.Sprintf("%s p%d u%d", t.Kind, t.Pipeline, t.Unit))
+			}
+		}
+		sink := traceFunc(func(e Event) {
+			switch {
+			case e.Node == 0:
+				own++
+			case own < k:
+				others++
+				if e.Kind == TaskSend {
+					sends++
+				}
+			}
+		})
+		if _, err := Run(context.Background(), p, pol, b, sink); err != nil {
+			t.Fatalf("%s: %v", order, err)
+		}
+		return starts, others, sends
+	}
+	alone, _, _ := startsBefore("node0-first")
+	slow, others, sends := startsBefore("node0-slow")
+	if others < 5*k || sends > 0 {
+		t.Fatalf("node0-slow: %d other nodes' completions (%d sends) before node 0's %d-th: the test shows nothing", others, sends, k)
+	}
+	if !slices.Equal(alone, slow) {
+		t.Errorf("before its %d-th completion node 0 started\n%v\nafter %d other nodes' completions, but\n%v\nafter none", k, slow, others, alone)
+	}
+}
+
+// traceFunc is a TraceSink calling a function.
+type traceFunc func(Event)
+
+func (f traceFunc) Record(e Event) { f(e) }

@@ -32,28 +32,39 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 		nodes[n] = s
 	}
 	coord := NewCoordinator(len(p.Pipelines), len(nodes))
+	// passes[n] counts the events node n has not yet had a pass (Ready)
+	// for. A node's pass follows each of its own events only, as under
+	// RunNode, where each worker loops once per completion or message:
+	// adaptive regulation grows a limit by one per pass, so a pass for
+	// every node after every event anywhere would grow a node's limits
+	// as fast as the cluster has events, not as fast as the node has.
+	passes := make([]int, len(nodes))
+	for n := range passes {
+		passes[n] = 1
+	}
 	inflight := 0
 	for {
 		now := b.Now()
-		for again := true; again; {
-			again = false
-			for _, s := range nodes {
-				for _, t := range s.Ready(now) {
-					if err := b.Start(t); err != nil {
-						return res, fmt.Errorf("scheduler: start %s task %d on node %d: %w", t.Kind, t.ID, t.Node, err)
+		for pending := true; pending; {
+			pending = false
+			for n, s := range nodes {
+				for ; passes[n] > 0; passes[n]-- {
+					for _, t := range s.Ready(now) {
+						if err := b.Start(t); err != nil {
+							return res, fmt.Errorf("scheduler: start %s task %d on node %d: %w", t.Kind, t.ID, t.Node, err)
+						}
+						inflight++
 					}
-					inflight++
 				}
 			}
 			// Pipelines that finished inside Ready (e.g. with no units) may
-			// release others: ask again until nothing changes.
+			// release others: their deliveries and releases are events too.
 			for _, s := range nodes {
-				if settle(s, nodes, coord) {
-					again = true
-				}
+				settle(s, nodes, coord, passes)
 			}
-			for _, s := range nodes {
+			for n, s := range nodes {
 				releaseOutputs(s, b)
+				pending = pending || passes[n] > 0
 			}
 		}
 		if nodes[0].Done() {
@@ -78,8 +89,9 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 		if err := s.Complete(c); err != nil {
 			return res, err
 		}
+		passes[t.Node]++
 		record(&res, sink, &c)
-		settle(s, nodes, coord)
+		settle(s, nodes, coord, passes)
 	}
 	for _, s := range nodes {
 		finish(&res, s)
@@ -89,23 +101,21 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 
 // settle routes s's deliveries to other nodes and reports its finished
 // pipelines to coord; a pipeline finished on every node is released
-// everywhere. It reports whether any pipeline finished.
-func settle(s *Scheduler, nodes []*Scheduler, coord *Coordinator) bool {
+// everywhere. Each delivery and each release is an event of the node it
+// reaches: it adds one to that node's passes (a message, under RunNode).
+func settle(s *Scheduler, nodes []*Scheduler, coord *Coordinator, passes []int) {
 	for _, d := range s.remote {
 		nodes[d.node].Deliver(d.pipe, d.dev, d.bytes, d.rows)
+		passes[d.node]++
 	}
 	s.remote = s.remote[:0]
-	fin := s.Finished()
-	if len(fin) == 0 {
-		return false
-	}
-	for _, f := range fin {
+	for _, f := range s.Finished() {
 		// A scheduler reports each pipeline once, so coord cannot fail.
 		if global, _, _ := coord.Finished(int(s.node), f); global {
-			for _, o := range nodes {
+			for n, o := range nodes {
 				o.GlobalDone(f)
+				passes[n]++
 			}
 		}
 	}
-	return true
 }
