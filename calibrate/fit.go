@@ -86,7 +86,7 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	var reads []costmodel.ReadSample
 	var h2d, gpuH2D, gpuKernels []costmodel.OpSample
 	var launch, reference []float64
-	var steals, coruns []Sample
+	var steals, coruns, completions []Sample
 	ops := map[string][]costmodel.OpSample{}
 	// Samples of plan operators, by fingerprint, for their scales.
 	keyed := map[string][]costmodel.OpSample{}
@@ -105,6 +105,8 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 			steals = append(steals, s)
 		case CompCorun:
 			coruns = append(coruns, s)
+		case CompCompletion:
+			completions = append(completions, s)
 		case CompGPUH2D:
 			gpuH2D = append(gpuH2D, costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns)})
 		case CompGPUKernel:
@@ -143,6 +145,10 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	f.Components = append(f.Components, Component{"read", fmt.Sprintf("bandwidth %s latency %s curve %s",
 		st.Bandwidth, st.Latency, strings.Join(curve, ", ")), q})
 
+	completion, completionShare, hasCompletion, completionQ := fitCompletion(completions)
+	if hasCompletion {
+		f.Components = append(f.Components, completionQ)
+	}
 	steal, hasSteal, stealQ := fitSteal(steals)
 	if hasSteal {
 		f.Components = append(f.Components, stealQ)
@@ -277,6 +283,10 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 		num(float64(st.Bandwidth)), st.Bandwidth, st.Latency, int64(st.Request), st.TaskQD, readerQD)
 	for _, p := range st.Curve {
 		fmt.Fprintf(&y, "    - {qd: %g, frac: %s}\n", p.QD, num(p.Frac))
+	}
+	if hasCompletion {
+		fmt.Fprintf(&y, "  completion: %s  # a %d KiB read submitted after %d of %d KiB took %.2f of their time (median of the probe's rounds)\n",
+			completion, completionSmall>>10, completionLarge, completionBig>>10, completionShare)
 	}
 	if hasSteal {
 		fmt.Fprintf(&y, "  cpu_steal: %s  # ns of every host core per byte read: reads slow the cores (each at 1/(1+steal·bytes/ns))\n", num(steal))

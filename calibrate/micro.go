@@ -100,6 +100,12 @@ func RunMicro(ctx context.Context, opts MicroOptions) ([]Sample, error) {
 		return nil, err
 	}
 	out = append(out, rs...)
+	fmt.Fprintln(logw, "calibrate: completion order (a small read submitted with large ones)")
+	cs, err := microCompletion(ctx, ds, opts)
+	if err != nil {
+		return nil, err
+	}
+	out = append(out, cs...)
 	if !opts.NoSteal {
 		fmt.Fprintln(logw, "calibrate: compute loops beside reads (what reads take from the cores)")
 		ss, err := microSteal(ctx, ds, opts, logw)

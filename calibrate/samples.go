@@ -38,6 +38,11 @@ const (
 	// beside Depth kernels on the other cores (corun.go): Ns the median
 	// over Tasks alternations.
 	CompCorun = "corun"
+	// CompCompletion is one round of the completion probe (completion.go):
+	// a read of Bytes submitted after Depth reads of Rows bytes each, at
+	// once; Ns the small read's time from submission to completion, Tasks
+	// the last large read's (ns).
+	CompCompletion = "completion"
 	// CompGPUH2D is the GPU backend's h2d of a scan unit: its columns
 	// (Bytes, as the host holds them) from pinned memory into device
 	// memory; Ns one call (gpumicro.go).
