@@ -122,4 +122,3 @@ func fitCompletion(samples []Sample) (discipline string, share float64, ok bool,
 		costmodel.FitQuality{N: len(shares), R2: math.NaN()}}
 	return discipline, share, true, q
 }
-
