@@ -72,6 +72,10 @@ type QueryResult struct {
 	IOBytes, PeakRetained int64
 	// GPU is where each scan pipeline ran in a GPU run (nil: a CPU run).
 	GPU []GPUPlacement
+	// CPUNs is the CPU time, user and system, every thread of the
+	// process(es) running the query used during its run: of every worker,
+	// summed, in a cluster. -1: unknown.
+	CPUNs int64
 }
 
 // Rows returns the result as text cells, formatted as Vec.Format does.
@@ -137,15 +141,13 @@ func RunPlan(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryO
 	if err != nil {
 		return nil, err
 	}
-	cpu0 := int64(-1)
-	if opts.OpTimes != nil {
-		cpu0 = ProcessCPUNs()
-	}
+	cpu0 := ProcessCPUNs()
 	start := time.Now()
 	res, err := scheduler.Run(ctx, p, pol, b, opts.Trace)
 	wall := time.Since(start)
+	cpuNs := ProcessCPUSince(cpu0)
 	if opts.OpTimes != nil && err == nil {
-		opts.OpTimes.AddQuery(p.Name, wall, ProcessCPUSince(cpu0))
+		opts.OpTimes.AddQuery(p.Name, wall, cpuNs)
 	}
 	if err != nil {
 		b.Close()
@@ -157,7 +159,9 @@ func RunPlan(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryO
 	if err := b.Close(); err != nil {
 		return nil, fmt.Errorf("engine: query %s: %w", p.Name, err)
 	}
-	return NewQueryResult(p, pol.Name(), b, res, wall), nil
+	out := NewQueryResult(p, pol.Name(), b, res, wall)
+	out.CPUNs = cpuNs
+	return out, nil
 }
 
 // NewQueryResult assembles the result of a finished run of p on b (closed
@@ -166,7 +170,7 @@ func RunPlan(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryO
 // In a cluster, node 0's backend holds the result.
 func NewQueryResult(p *plan.Plan, policy string, b *Backend, res scheduler.Result, wall time.Duration) *QueryResult {
 	out := &QueryResult{Query: p.Name, Policy: policy, Wall: wall, Sched: res,
-		IOBytes: b.IOBytes(), PeakRetained: b.PeakRetained(), Batch: b.Result(), GPU: b.data.placement}
+		IOBytes: b.IOBytes(), PeakRetained: b.PeakRetained(), Batch: b.Result(), GPU: b.data.placement, CPUNs: -1}
 	cols := resultColumns(p)
 	if out.Batch == nil {
 		// Nothing reached the result. SQL still gives a scalar aggregate

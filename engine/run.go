@@ -208,13 +208,15 @@ type jsonResult struct {
 	PeakData int64      `json:"peak_intermediate_bytes"`
 	// GPU: where each scan pipeline ran (GPU runs only).
 	GPU []GPUPlacement `json:"gpu_placement,omitempty"`
+	// CPUNs is QueryResult.CPUNs (omitted when unknown).
+	CPUNs int64 `json:"cpu_ns,omitempty"`
 }
 
 func writeJSON(w io.Writer, rs []*QueryResult) error {
 	out := make([]jsonResult, len(rs))
 	for i, r := range rs {
 		out[i] = jsonResult{Query: r.Query, Policy: r.Policy, Columns: r.Columns, Rows: r.Rows(),
-			Seconds: r.Wall.Seconds(), Tasks: r.Sched.Tasks, IOBytes: r.IOBytes, PeakData: r.PeakRetained, GPU: r.GPU}
+			Seconds: r.Wall.Seconds(), Tasks: r.Sched.Tasks, IOBytes: r.IOBytes, PeakData: r.PeakRetained, GPU: r.GPU, CPUNs: max(r.CPUNs, 0)}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

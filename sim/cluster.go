@@ -498,8 +498,10 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 			c.host = append(c.host, c.host[0])
 		case n.SharedMachine && n.Colocation > 0 && n.Colocation < 1:
 			c.info = append(c.info, LinkInfo{LinkHost, nd, 0})
-			c.host = append(c.host, c.net.AddSharedCoresLink(n.HostCores, n.Colocation, n.ColocationKernels))
+			c.host = append(c.host, c.net.AddSharedCoresLink(n.HostCores-n.CPUTax, n.Colocation, n.ColocationKernels))
 			c.exemptScale = c.colocationScale()
+		case n.SharedMachine:
+			c.host = append(c.host, add(LinkHost, nd, 0, n.HostCores-n.CPUTax))
 		default:
 			c.host = append(c.host, add(LinkHost, nd, 0, n.HostCores))
 		}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"slices"
 	"testing"
 
@@ -232,5 +233,64 @@ func TestReadsCompleteInBatches(t *testing.T) {
 	batch.NVMe.Completion = "fifo"
 	if err := batch.Validate(); err == nil {
 		t.Error("nvme.completion fifo accepted")
+	}
+}
+
+// TestCPUTax: node.cpu_tax takes its cores from a shared machine's host:
+// four 1 ms kernels of two workers on 2 cores take 2 ms, on 2 − 0.5 cores
+// 4/1.5 ms; a tax outside [0, host_cores) or off a shared machine is
+// refused.
+func TestCPUTax(t *testing.T) {
+	p, err := LoadProfile("testdata/profiles/tiny.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := *p
+	host.Node.KernelsOnHost, host.Node.HostCores, host.Node.KernelThreads, host.Node.SharedMachine = true, 2, 1, true
+	agg := []plan.Op{{Kind: plan.OpAggFinal, Selectivity: 0.001, OutWidth: 8}}
+	run := func(p *Profile) []int64 {
+		c, err := NewCluster(p, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ts := make([]scheduler.Task, 4)
+		for i := range ts {
+			// 1e6 rows at 1 G rows/s: 1 ms on one core, after a 2 µs launch.
+			ts[i] = scheduler.Task{Kind: scheduler.TaskKernel, Node: int32(i % 2), Res: scheduler.Resource{Kind: scheduler.ResGPU},
+				Ops: agg, OpKind: plan.OpAggFinal, Rows: 1e6}
+			if err := c.Start(&ts[i]); err != nil {
+				t.Fatal(err)
+			}
+		}
+		var ends []int64
+		for _, comp := range drain(t, c) {
+			ends = append(ends, int64(comp.End))
+		}
+		return ends
+	}
+	for _, c := range []struct {
+		tax float64
+		end int64
+	}{{0, 2_000 + 2_000_000}, {0.5, 2_000 + 2_666_667}} {
+		host.Node.CPUTax = c.tax
+		ends := run(&host)
+		if len(ends) != 4 {
+			t.Fatalf("tax %v: %d completions", c.tax, len(ends))
+		}
+		for _, e := range ends {
+			if e < c.end-1 || e > c.end+1 {
+				t.Errorf("tax %v: kernels ended at %v, want %d", c.tax, ends, c.end)
+				break
+			}
+		}
+	}
+	for _, c := range []struct {
+		tax    float64
+		shared bool
+	}{{-0.1, true}, {2, true}, {math.NaN(), true}, {0.5, false}} {
+		host.Node.CPUTax, host.Node.SharedMachine = c.tax, c.shared
+		if err := host.Validate(); err == nil {
+			t.Errorf("cpu_tax %v (shared machine %v) accepted", c.tax, c.shared)
+		}
 	}
 }

@@ -121,6 +121,15 @@ type NodeSpec struct {
 	// is in one process (query --op-times), while filters, builds, probes,
 	// projections and shuffles took 1.3-1.8x it.
 	ColocationExempt []string `yaml:"colocation_exempt,omitempty,flow"`
+	// CPUTax, with SharedMachine, is the cores the worker processes take
+	// beside the work the model prices while a query runs: their runtimes
+	// (the collector, idle threads spinning for work), the exchange's
+	// encoding, decoding and system calls past what net_cpu_cost prices.
+	// The machine's host link has host_cores − cpu_tax cores. `gostachio
+	// cluster bench-sim` measures it on queries it does not validate: the
+	// workers' process CPU time less one process's on the same queries,
+	// per second of the cluster's runs. 0: none.
+	CPUTax float64 `yaml:"cpu_tax,omitempty"`
 	// OrderedSends makes the sends from one node to another share one
 	// ordered stream, as the engine's TCP data plane does (one connection
 	// per pair of workers, frames written whole, in turn): a send's bytes
@@ -296,6 +305,10 @@ func (p *Profile) Validate() error {
 		return fmt.Errorf("node.colocation_exempt needs node.colocation")
 	case n.Colocation > 0 && !n.SharedMachine:
 		return fmt.Errorf("node.colocation needs node.shared_machine")
+	case !(n.CPUTax >= 0) || n.CPUTax >= n.HostCores:
+		return fmt.Errorf("node.cpu_tax %g outside [0, host_cores %g)", n.CPUTax, n.HostCores)
+	case n.CPUTax > 0 && !n.SharedMachine:
+		return fmt.Errorf("node.cpu_tax needs node.shared_machine")
 	case !(n.NetCPUCost >= 0) || math.IsInf(n.NetCPUCost, 0):
 		return fmt.Errorf("node.net_cpu_cost %g must be finite and not negative", n.NetCPUCost)
 	case n.MergeThreads < 0 || n.KernelThreads < 0:

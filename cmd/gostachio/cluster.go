@@ -254,7 +254,7 @@ func newColocatePeerCmd() *cobra.Command {
 
 func newBenchSimCmd(g *globals) *cobra.Command {
 	var o cluster.SimBenchOptions
-	var link, qs, exempt, colocationFrom, fabricSizes string
+	var link, qs, exempt, colocationFrom, fabricSizes, taxQueries string
 	var launches int
 	var within float64
 	cmd := &cobra.Command{
@@ -272,7 +272,12 @@ two namespaces over --link: node.net_cpu_cost, from the machine's interrupt
 time by default, --net-cpu-from) and the share of the link's
 rate a port moves in short all-to-all exchanges (bursts through the data plane
 on the cluster's network, as 'cluster bench-fabric': nic.bandwidth);
---colocation, --net-cpu-cost and --fabric-efficiency give them instead. The
+--colocation, --net-cpu-cost and --fabric-efficiency give them instead. It
+also measures what the workers take from the cores beside the model (their
+runtimes, the exchange's encoding and system calls): --tax-queries on the
+cluster and in one process, the difference in CPU time per second of the
+cluster's runs (node.cpu_tax, the cores the simulated machine loses while a
+query runs; --cpu-tax gives it). The
 operator kinds of --colocation-exempt (the aggregates by default) are priced so
 that they lose none of the co-location (node.colocation_exempt).
 
@@ -324,6 +329,11 @@ the rows of separate runs.`,
 					o.ColocationFrom = append(o.ColocationFrom, f)
 				}
 			}
+			for _, q := range strings.Split(taxQueries, ",") {
+				if q = strings.TrimSpace(q); q != "" {
+					o.TaxQueries = append(o.TaxQueries, q)
+				}
+			}
 			if exempt != "none" && exempt != "" {
 				for _, k := range strings.Split(exempt, ",") {
 					k = strings.TrimSpace(k)
@@ -371,6 +381,8 @@ the rows of separate runs.`,
 	f.BoolVar(&o.ColocationQueries, "colocation-queries", false, "measure the co-location on the leading operators of the queries' scan pipelines instead of the hash loop (and the loop's too, as colocation_loop)")
 	f.Float64Var(&o.NetCPUCost, "net-cpu-cost", 0, "ns of a core the network stack spends per byte at each end (0: measure it first on --link; negative: none)")
 	f.DurationVar(&o.NetCPUDuration, "net-cpu-duration", 3*time.Second, "length of the network CPU measurement's long runs (the short ones run a third of it)")
+	f.Float64Var(&o.CPUTax, "cpu-tax", 0, "cores the workers take beside the model while a query runs (node.cpu_tax; 0: measure it first, the workers' CPU time less one process's on --tax-queries, per second of their runs; negative: none)")
+	f.StringVar(&taxQueries, "tax-queries", strings.Join(cluster.DefaultTaxQueries, ","), "queries the cpu tax is measured on (none of --query: the tax is not fitted to the runs it prices)")
 	f.StringVar(&o.NetCPUFrom, "net-cpu-from", cluster.NetCPUSoftirq, "which figure of the network CPU measurement prices the network: softirq (the machine's interrupt time while the stream runs) or busy (its whole busy time)")
 	f.IntVar(&launches, "launches", 1, "whole measurements to run and pool (each its own seed, profile, co-location and network cost)")
 	f.Float64Var(&within, "within", 0.10, "the |error| bound the pooled summary counts cases and launches within (0.10: 10%)")

@@ -101,6 +101,13 @@ type SimBenchOptions struct {
 	// over-predicted q3 and q5 at 10 Gbit/s by about 6%, where the
 	// stack's CPU comes out of idle time (README, issue 9).
 	NetCPUFrom string
+	// CPUTax is the cores the workers take beside the model while a query
+	// runs (Derivation.CPUTax; 0: measured first on TaxQueries,
+	// MeasureCPUTax; negative: none).
+	CPUTax float64
+	// TaxQueries are the queries the tax is measured on (default
+	// DefaultTaxQueries); none may be one the launch validates.
+	TaxQueries []string
 	// FabricEfficiency is the share of the link's payload rate a port
 	// moves in a query's all-to-all exchanges (Derivation.FabricEfficiency;
 	// 0: measured first with all-to-all bursts, MeasureBurst, and fitted to
@@ -181,6 +188,12 @@ type SimBenchRow struct {
 	// launch's runs can be priced with the other offline.
 	NetCPUBusy    float64 `json:"net_cpu_cost_busy,omitempty"`
 	NetCPUSoftirq float64 `json:"net_cpu_cost_softirq,omitempty"`
+	// CPUTax is the derived profile's node.cpu_tax (0: none), CPUTaxRuns
+	// its measurement when measured, and SimNoTax the query simulated
+	// without it, so that one set of engine runs is priced both ways.
+	CPUTax     float64       `json:"cpu_tax,omitempty"`
+	CPUTaxRuns *CPUTaxResult `json:"cpu_tax_runs,omitempty"`
+	SimNoTax   float64       `json:"sim_no_tax_s,omitempty"`
 	// ColocationRatios are the co-location measurement's rounds, each
 	// together / alone (Colocation is their median), so that a launch's
 	// rows can be re-priced offline with another estimator; empty when
@@ -326,6 +339,9 @@ type Derivation struct {
 	// NetCPUCost is the CPU the TCP stack takes per byte at each end, ns
 	// of a core (MeasureNetCPU); 0: none.
 	NetCPUCost float64
+	// CPUTax is the cores the workers take beside the model while a query
+	// runs (MeasureCPUTax), written as node.cpu_tax; 0: none.
+	CPUTax float64
 	// FabricEfficiency is the share of the link's TCP payload rate a
 	// port moves during a query's all-to-all exchanges
 	// (FitFabricEfficiency), in (0, 1]; 0 or 1: all of it.
@@ -384,6 +400,9 @@ func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
 	if !(netCost >= 0) || math.IsInf(netCost, 0) {
 		return nil, fmt.Errorf("cluster: derive profile: network CPU cost %v ns/B: want a finite number, 0 or more", netCost)
 	}
+	if !(d.CPUTax >= 0) || d.CPUTax >= float64(cores) {
+		return nil, fmt.Errorf("cluster: derive profile: cpu tax %v cores: want 0 or more, under the machine's %d", d.CPUTax, cores)
+	}
 	fabric := d.FabricEfficiency
 	if fabric == 0 {
 		fabric = 1
@@ -413,7 +432,7 @@ func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
 			fmt.Fprintf(&out, "  # corun: %s left out: the co-location measured on this machine stands for all the workers lose sharing it (bench-sim --keep-corun keeps it)\n", strings.TrimSpace(val))
 			continue
 		}
-		if ok && indented && section == "node" && (key == "shared_machine" || key == "colocation" || key == "colocation_kernels" || key == "colocation_exempt" || key == "ordered_sends" || key == "net_cpu_cost") {
+		if ok && indented && section == "node" && (key == "shared_machine" || key == "colocation" || key == "colocation_kernels" || key == "colocation_exempt" || key == "ordered_sends" || key == "net_cpu_cost" || key == "cpu_tax") {
 			continue // written after host_cores
 		}
 		if ok && indented {
@@ -439,6 +458,9 @@ func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
 				more = append(more, "  ordered_sends: true  # the engine's TCP data plane: one connection per pair of workers, frames in turn")
 				if netCost > 0 {
 					more = append(more, fmt.Sprintf("  net_cpu_cost: %s  # the TCP stack's CPU: ns of a core per byte at each end, over --link %s", strconv.FormatFloat(netCost, 'g', 4, 64), link))
+				}
+				if d.CPUTax > 0 {
+					more = append(more, fmt.Sprintf("  cpu_tax: %s  # measured: the workers' CPU time less one process's on the same queries, per second of their runs", strconv.FormatFloat(d.CPUTax, 'g', 4, 64)))
 				}
 				if k := nodes * devices; efficiency < 1 && float64(k) > hc {
 					more = append(more,
@@ -506,6 +528,16 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			return nil, fmt.Errorf("cluster: bench-sim: --query lists %s twice", q)
 		}
 		listed[q] = true
+	}
+	if len(o.TaxQueries) == 0 {
+		o.TaxQueries = DefaultTaxQueries
+	}
+	if o.CPUTax == 0 {
+		for _, q := range o.TaxQueries {
+			if listed[q] {
+				return nil, fmt.Errorf("cluster: bench-sim: --tax-queries lists %s, which --query validates: measure the tax on other queries", q)
+			}
+		}
 	}
 	var launches [][]string
 	switch o.Order {
@@ -611,8 +643,22 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			}
 		}
 	}
+	var taxRuns *CPUTaxResult
+	if o.CPUTax == 0 {
+		fmt.Fprintf(log, "bench-sim: measuring the workers' CPU beside the model on %s, on %d workers and in one process\n", strings.Join(o.TaxQueries, ","), o.Nodes)
+		t, err := MeasureCPUTax(ctx, CPUTaxOptions{Exe: o.Exe, Data: o.Data, Nodes: o.Nodes, Devices: o.Devices, Link: o.Link, Queries: o.TaxQueries}, log)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+		}
+		fmt.Fprintf(w, "cpu tax: the workers used %s beyond one process's CPU on the same queries, per second of their runs; the simulated machine has that much less of its %d cores\n", t.describe(), o.Cores)
+		taxRuns = &t
+		o.CPUTax = t.Tax
+		if !(o.CPUTax > 0) {
+			o.CPUTax = -1 // measured at 0: none
+		}
+	}
 	deriv := Derivation{Nodes: o.Nodes, Devices: o.Devices, Cores: o.Cores, Link: o.Link, Latency: o.Latency,
-		Colocation: o.Colocation, NetCPUCost: max(o.NetCPUCost, 0), FabricEfficiency: 1, ColocationExempt: o.ColocationExempt, KeepCorun: o.KeepCorun}
+		Colocation: o.Colocation, NetCPUCost: max(o.NetCPUCost, 0), CPUTax: max(o.CPUTax, 0), FabricEfficiency: 1, ColocationExempt: o.ColocationExempt, KeepCorun: o.KeepCorun}
 	prof, derived, err := deriveBenchProfile(src, o, deriv)
 	if err != nil {
 		return nil, err
@@ -673,6 +719,19 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	}
 	if err := os.WriteFile(o.ProfileOut, append(prof, '\n'), 0o644); err != nil {
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+	}
+	noTax := "" // the profile without the cpu tax, when it has one
+	if deriv.CPUTax > 0 {
+		nd := deriv
+		nd.CPUTax = 0
+		np, _, err := deriveBenchProfile(src, o, nd)
+		if err != nil {
+			return nil, err
+		}
+		if noTax, err = writeTempProfile("gostachio-no-tax-*.yaml", np); err != nil {
+			return nil, err
+		}
+		defer os.Remove(noTax)
 	}
 	ownProfile := "" // the profile at this launch's own co-location, when pooled
 	if own > 0 {
@@ -756,6 +815,12 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		row := simBenchRow(q, times[q], sec, sent[q])
 		row.Colocation, row.NetCPUCost = o.Colocation, max(o.NetCPUCost, 0)
 		row.NetCPUBusy, row.NetCPUSoftirq = netBusy, netSoftirq
+		row.CPUTax, row.CPUTaxRuns = deriv.CPUTax, taxRuns
+		if noTax != "" {
+			if row.SimNoTax, err = simMakespan(ctx, o, noTax, q, ratio); err != nil {
+				return rows, err
+			}
+		}
 		if o.Colocation < 1 {
 			row.ColocationExempt = o.ColocationExempt
 		}
@@ -965,6 +1030,7 @@ func printSimBench(w io.Writer, o SimBenchOptions, rows []SimBenchRow) {
 	printRepriced(w, "disk rescaled alone", rows, func(r SimBenchRow) float64 { return r.SimDiskOnly })
 	printRepriced(w, "at the link's full payload rate (no fabric efficiency)", rows, func(r SimBenchRow) float64 { return r.SimFullLink })
 	printRepriced(w, singleFabricWhat, rows, func(r SimBenchRow) float64 { return r.SimSingleFabric })
+	printRepriced(w, "without the cpu tax", rows, func(r SimBenchRow) float64 { return r.SimNoTax })
 	if len(rows) > 0 && rows[0].ColocationOwn > 0 {
 		printRepriced(w, fmt.Sprintf("at this launch's own co-location (%.3f, not pooled)", rows[0].ColocationOwn), rows, func(r SimBenchRow) float64 { return r.SimOwnColocation })
 	}

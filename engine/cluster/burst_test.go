@@ -302,7 +302,7 @@ func benchSimTestOptions(t *testing.T) (SimBenchOptions, string) {
 	t.Setenv("TMPDIR", tmp)
 	return SimBenchOptions{Exe: exe, Nodes: 4, Link: link, Devices: 1, Data: testData(t), Reps: 1,
 		Profile: "../../sim/profiles/devbox-calibrated.yaml", ProfileOut: filepath.Join(tmp, "derived.yaml"),
-		Latency: 15 * time.Microsecond, NetCPUCost: 1}, tmp
+		Latency: 15 * time.Microsecond, NetCPUCost: 1, CPUTax: -1}, tmp
 }
 
 // TestBenchSimFabric runs bench-sim end to end on SF0.01 over 1 Gbit/s

@@ -174,6 +174,10 @@ type jsonResult struct {
 	// 0: not timed).
 	DiskReferenceNs    int64 `json:"disk_reference_ns,omitempty"`
 	DiskReferenceBytes int64 `json:"disk_reference_bytes,omitempty"`
+	// CPUNs is the CPU time every worker's process used during the run,
+	// summed (engine.QueryResult.CPUNs; omitted when a worker's is
+	// unknown).
+	CPUNs int64 `json:"cpu_ns,omitempty"`
 }
 
 // writeJSON prints the results, each with its CPU and disk reference
@@ -183,7 +187,7 @@ func writeJSON(w io.Writer, rs []*engine.QueryResult, refs []int64, diskRefs []d
 	for i, r := range rs {
 		out[i] = jsonResult{Query: r.Query, Policy: r.Policy, Columns: r.Columns, Rows: r.Rows(),
 			Seconds: r.Wall.Seconds(), Tasks: r.Sched.Tasks, IOBytes: r.IOBytes, PeakData: r.PeakRetained,
-			SentBytes: r.Sched.BytesByKind[scheduler.TaskSend]}
+			SentBytes: r.Sched.BytesByKind[scheduler.TaskSend], CPUNs: max(r.CPUNs, 0)}
 		if i < len(refs) {
 			out[i].ReferenceNs = refs[i]
 		}

@@ -147,6 +147,9 @@ type nodeStats struct {
 	Sched        scheduler.Result `json:"sched"`
 	IOBytes      int64            `json:"io"`
 	PeakRetained int64            `json:"peak"`
+	// CPUNs is the worker process's CPU time during its part of the
+	// query (-1: unknown).
+	CPUNs int64 `json:"cpu"`
 }
 
 // message is one control message. T is its type:
@@ -668,15 +671,13 @@ func (s *session) runQuery(q int) error {
 	if qs.rec != nil {
 		sink = qs.rec
 	}
-	cpu0 := int64(-1)
-	if s.opTimes != nil {
-		cpu0 = engine.ProcessCPUNs()
-	}
+	cpu0 := engine.ProcessCPUNs()
 	start := time.Now()
 	res, err := scheduler.RunNode(qs.ctx, qs.plan, qs.pol, qs.b, s.o.Rank, nodeNet{s, qs}, sink)
 	wall := time.Since(start)
+	cpuNs := engine.ProcessCPUSince(cpu0)
 	if s.opTimes != nil && err == nil {
-		s.opTimes.AddQuery(qs.plan.Name, wall, engine.ProcessCPUSince(cpu0))
+		s.opTimes.AddQuery(qs.plan.Name, wall, cpuNs)
 	}
 	// After the backend is closed and the result copied out of it.
 	defer qs.release()
@@ -707,7 +708,7 @@ func (s *session) runQuery(q int) error {
 			ev = ev[n:]
 		}
 	}
-	m := &message{T: "done", Q: q, Stats: &nodeStats{Sched: res, IOBytes: qs.b.IOBytes(), PeakRetained: qs.b.PeakRetained()}}
+	m := &message{T: "done", Q: q, Stats: &nodeStats{Sched: res, IOBytes: qs.b.IOBytes(), PeakRetained: qs.b.PeakRetained(), CPUNs: cpuNs}}
 	if s.o.Rank == 0 {
 		m.result = engine.NewQueryResult(qs.plan, qs.pol.Name(), qs.b, res, wall)
 		// The result may be received columns, whose memory is recycled
@@ -1163,6 +1164,11 @@ func (s *session) coordinate(job Job) error {
 			total.Sched.ResultBytes += st.ResultBytes
 			total.IOBytes += m.Stats.IOBytes
 			total.PeakRetained = max(total.PeakRetained, m.Stats.PeakRetained)
+			if total.CPUNs >= 0 && m.Stats.CPUNs >= 0 {
+				total.CPUNs += m.Stats.CPUNs
+			} else {
+				total.CPUNs = -1
+			}
 			if r == 0 {
 				result = m.result
 			}
@@ -1184,7 +1190,7 @@ func (s *session) coordinate(job Job) error {
 			}
 		}
 		result.Sched = total.Sched
-		result.IOBytes, result.PeakRetained = total.IOBytes, total.PeakRetained
+		result.IOBytes, result.PeakRetained, result.CPUNs = total.IOBytes, total.PeakRetained, total.CPUNs
 		if s.o.OnResult != nil {
 			if err := s.o.OnResult(result); err != nil {
 				return err
