@@ -1,7 +1,9 @@
 // Package sim is the discrete-event backend of gostachio: a cluster of N
 // nodes of a hardware Profile (sim/profiles/*.yaml) that executes the
 // scheduler's tasks in virtual time (Cluster implements scheduler.Backend,
-// so scheduler.Run drives it exactly as it drives the engine).
+// so scheduler.Run drives it exactly as it drives the engine; each node's
+// scheduler takes a pass per event of its own, as a worker's RunNode loop
+// does).
 //
 // Model. Every task is one flow of a fluid, flow-level model (SimGrid's):
 // a flow crosses up to eight links (an SSD, a PCIe direction, a GPU's
@@ -14,8 +16,12 @@
 // send's pipeline moves from its node to the other in the run, which a
 // first pass finds), recomputed only when flows join or leave and only
 // over the connected component they touch, once per instant. An SSD's capacity
-// follows its queue-depth curve; compute links are measured in busy-ns
-// (GPU: 1 device; host: cores, with per-flow core limits). Where a profile
+// follows its queue-depth curve, and with nvme.completion batch it reports
+// a read done only when it runs out of work (every read of a busy period
+// at its end, as a virtio disk does); compute links are measured in
+// busy-ns (GPU: 1 device; host: cores, with per-flow core limits; on a
+// shared machine less node.cpu_tax, what the worker processes take beside
+// the priced work). Where a profile
 // bounds admission (nvme.device_qd: the reader's ring; node.cpu_slots: the
 // CPU engine's slots), flows past the bound wait first come first served
 // before they join (Cluster's gates), as the engine queues them, instead
