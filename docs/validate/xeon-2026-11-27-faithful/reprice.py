@@ -1,0 +1,89 @@
+#!/usr/bin/env python3
+"""Re-price the 45 saved launches of issue 9 (launches/: each launch's rows
+and the profile bench-sim derived for it) with this checkout's simulator,
+from the repository root:
+
+  python3 docs/validate/xeon-2026-11-27-faithful/reprice.py [--bin BIN]
+      [--completion batch] [--tax own,10Gbit=0.30,1Gbit=0.40,100Mbit=0.165,queue=0.16]
+      [--only new|old]
+
+Every launch is priced as bench-sim priced it by default (its profile,
+its disk ratio alone, the network CPU from the interrupt figure), with
+nvme.completion and node.cpu_tax taken out, and two what-ifs:
+--completion sets nvme.completion in every profile; --tax sets
+node.cpu_tax by link ('queue' names the 100 Mbit/s launches under a 2.5
+MB port buffer), 'own' first: a launch that measured its own
+(cpu_tax in its rows, the twenty-second session's) keeps it. --only new
+keeps the launches that measured a tax, old the others. Prints every
+launch's errors and, per link, the cases within 10%. About 10 s on 2
+cores.
+"""
+import glob, json, os, re, statistics, subprocess, sys, tempfile
+from concurrent.futures import ThreadPoolExecutor
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+args = sys.argv[1:]
+
+
+def opt(name, default=None):
+    return args[args.index(name) + 1] if name in args else default
+
+
+BIN = opt('--bin', './bin/gostachio')
+completion = opt('--completion')
+taxes = dict(kv.split('=') if '=' in kv else (kv, '') for kv in (opt('--tax') or '').split(',') if kv)
+only = opt('--only')
+tmp = tempfile.mkdtemp(prefix='reprice-faithful-')
+
+
+def link_key(link):
+    return 'queue' if 'queue' in link else link.split(',')[0]
+
+
+def sim(profile, query, disk):
+    out = subprocess.run([BIN, 'sim', '--profile', profile, '--nodes', '4', '--data', 'out/data/sf1', '--query', query,
+                          '--policy', 'overlap', '--json', '--disk-speedup', str(disk)], capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)['makespan_ns'] / 1e9
+
+
+def launch(path):
+    name = os.path.basename(path)[:-5]
+    rows = json.load(open(path))
+    y = open(path[:-5] + '.yaml').read()
+    if rows[0].get('net_cpu_cost_softirq'):
+        y = re.sub(r'net_cpu_cost: [0-9.e+-]+', 'net_cpu_cost: %g' % rows[0]['net_cpu_cost_softirq'], y)
+    y = re.sub(r'\n  completion: \w+[^\n]*', '', y)
+    y = re.sub(r'\n  cpu_tax: [^\n]*', '', y)
+    if completion:
+        y = re.sub(r'(\n  task_qd: \d+[^\n]*)', r'\1\n  completion: ' + completion, y)
+    tax = taxes.get(link_key(rows[0]['link']))
+    if 'own' in taxes and rows[0].get('cpu_tax'):
+        tax = '%g' % rows[0]['cpu_tax']
+    if tax:
+        y = y.replace('\n  shared_machine: true', '\n  cpu_tax: %s\n  shared_machine: true' % tax)
+    p = os.path.join(tmp, name + '.yaml')
+    open(p, 'w').write(y)
+    errs = [(r['query'], (sim(p, r['query'], r['disk_ratio']) - r['engine_median_ci95']['median']) / r['engine_median_ci95']['median'])
+            for r in rows]
+    return name, rows[0]['link'], errs
+
+
+def measured(path):
+    return 'cpu_tax_runs' in json.load(open(path))[0]
+
+
+paths = sorted(glob.glob(os.path.join(HERE, 'launches', '*.json')))
+if only:
+    paths = [p for p in paths if measured(p) == (only == 'new')]
+with ThreadPoolExecutor(2) as ex:
+    results = list(ex.map(launch, paths))
+by = {}
+for name, link, errs in results:
+    print('%-16s %-24s %s' % (name, link, '  '.join('%s %+6.1f%%' % (q, 100 * e) for q, e in errs)))
+    by.setdefault(link_key(link), []).append(errs)
+print()
+for link, launches in by.items():
+    flat = [abs(e) for errs in launches for _, e in errs]
+    print('%-8s %d of %d cases within 10%%, every query in %d of %d launches, median |error| %.1f%%' % (
+        link, sum(e <= 0.1 for e in flat), len(flat), sum(all(abs(e) <= 0.1 for _, e in errs) for errs in launches),
+        len(launches), 100 * statistics.median(flat)))
