@@ -26,7 +26,8 @@ import (
 //
 // MeasureCPUTax measures it on queries bench-sim does not validate: each
 // runs on the emulated cluster and in one process with as many devices,
-// rounds interleaved; per query
+// in alternating rounds (so that the machine's drift reaches both alike:
+// one round's taxes on 10 Gbit/s ranged from −0.20 to 0.52); per query
 //
 //	tax = (CPU_cluster − CPU_one) / wall_cluster
 //
@@ -49,9 +50,10 @@ type CPUTaxOptions struct {
 	Nodes, Devices int
 	Link           Link
 	// Queries (default DefaultTaxQueries), each Warmup untimed and Reps
-	// timed runs (defaults 1 and 3).
-	Queries      []string
-	Warmup, Reps int
+	// timed runs per round (defaults 1 and 3), in Rounds rounds of the
+	// cluster and then the single process (default 2).
+	Queries              []string
+	Warmup, Reps, Rounds int
 }
 
 // CPUTaxQuery is one query's measurement, seconds the medians of its
@@ -81,6 +83,9 @@ func MeasureCPUTax(ctx context.Context, o CPUTaxOptions, log io.Writer) (CPUTaxR
 	if o.Reps < 1 {
 		o.Reps = 3
 	}
+	if o.Rounds < 1 {
+		o.Rounds = 2
+	}
 	if o.Warmup < 0 {
 		return res, fmt.Errorf("cluster: cpu tax: %d warm-up runs: want 0 or more", o.Warmup)
 	}
@@ -92,25 +97,26 @@ func MeasureCPUTax(ctx context.Context, o CPUTaxOptions, log io.Writer) (CPUTaxR
 		list = append(list, o.Queries...)
 	}
 	args := []string{"--data", o.Data, "--query", strings.Join(list, ","), "--format", "json", "--no-verify"}
-	var out bytes.Buffer
-	if err := Launch(ctx, LaunchOptions{Nodes: o.Nodes, Exe: o.Exe, Netns: true, Link: o.Link,
-		Args: append(slices.Clone(args), "--devices", strconv.Itoa(o.Devices))}, &out, log); err != nil {
-		return res, fmt.Errorf("cluster: cpu tax: the cluster's runs: %w", err)
-	}
-	cluster, err := cpuRuns(out.Bytes(), list, o.Warmup, "the cluster's")
-	if err != nil {
-		return res, err
-	}
-	cmd := exec.CommandContext(ctx, o.Exe, append([]string{"query", "--devices", strconv.Itoa(o.Nodes * o.Devices)}, args...)...)
-	var serr bytes.Buffer
-	cmd.Stderr = &serr
-	stdout, err := cmd.Output()
-	if err != nil {
-		return res, fmt.Errorf("cluster: cpu tax: the single process's runs: %v: %s", err, strings.TrimSpace(serr.String()))
-	}
-	one, err := cpuRuns(stdout, list, o.Warmup, "the single process's")
-	if err != nil {
-		return res, err
+	cluster, one := map[string]cpuSeries{}, map[string]cpuSeries{}
+	for round := range o.Rounds {
+		var out bytes.Buffer
+		if err := Launch(ctx, LaunchOptions{Nodes: o.Nodes, Exe: o.Exe, Netns: true, Link: o.Link,
+			Args: append(slices.Clone(args), "--devices", strconv.Itoa(o.Devices))}, &out, log); err != nil {
+			return res, fmt.Errorf("cluster: cpu tax: the cluster's runs, round %d: %w", round+1, err)
+		}
+		if err := cpuRuns(out.Bytes(), list, o.Warmup, "the cluster's", cluster); err != nil {
+			return res, err
+		}
+		cmd := exec.CommandContext(ctx, o.Exe, append([]string{"query", "--devices", strconv.Itoa(o.Nodes * o.Devices)}, args...)...)
+		var serr bytes.Buffer
+		cmd.Stderr = &serr
+		stdout, err := cmd.Output()
+		if err != nil {
+			return res, fmt.Errorf("cluster: cpu tax: the single process's runs, round %d: %v: %s", round+1, err, strings.TrimSpace(serr.String()))
+		}
+		if err := cpuRuns(stdout, list, o.Warmup, "the single process's", one); err != nil {
+			return res, err
+		}
 	}
 	var taxes []float64
 	for _, q := range o.Queries {
@@ -128,28 +134,28 @@ func MeasureCPUTax(ctx context.Context, o CPUTaxOptions, log io.Writer) (CPUTaxR
 type cpuSeries struct{ wall, cpu []float64 }
 
 // cpuRuns reads a run list's JSON results (engine or cluster: query,
-// seconds, cpu_ns) and keeps each query's runs after its first warmup.
-func cpuRuns(data []byte, list []string, warmup int, who string) (map[string]cpuSeries, error) {
+// seconds, cpu_ns) and adds each query's runs after its first warmup to
+// out.
+func cpuRuns(data []byte, list []string, warmup int, who string, out map[string]cpuSeries) error {
 	var rs []struct {
 		Query   string  `json:"query"`
 		Seconds float64 `json:"seconds"`
 		CPUNs   int64   `json:"cpu_ns"`
 	}
 	if err := json.Unmarshal(data, &rs); err != nil {
-		return nil, fmt.Errorf("cluster: cpu tax: %s results are unreadable (%v): %.200s", who, err, data)
+		return fmt.Errorf("cluster: cpu tax: %s results are unreadable (%v): %.200s", who, err, data)
 	}
 	if len(rs) != len(list) {
-		return nil, fmt.Errorf("cluster: cpu tax: %d of %s results for %d runs", len(rs), who, len(list))
+		return fmt.Errorf("cluster: cpu tax: %d of %s results for %d runs", len(rs), who, len(list))
 	}
 	seen := map[string]int{}
-	out := map[string]cpuSeries{}
 	for i, q := range list {
 		r := rs[i]
 		if !strings.EqualFold(r.Query, q) {
-			return nil, fmt.Errorf("cluster: cpu tax: %s result %d is of %q, not of %q", who, i+1, r.Query, q)
+			return fmt.Errorf("cluster: cpu tax: %s result %d is of %q, not of %q", who, i+1, r.Query, q)
 		}
 		if r.CPUNs <= 0 || r.Seconds <= 0 {
-			return nil, fmt.Errorf("cluster: cpu tax: %s run %d of %s has no CPU time or wall time", who, i+1, q)
+			return fmt.Errorf("cluster: cpu tax: %s run %d of %s has no CPU time or wall time", who, i+1, q)
 		}
 		if seen[q]++; seen[q] <= warmup {
 			continue
@@ -158,7 +164,7 @@ func cpuRuns(data []byte, list []string, warmup int, who string) (map[string]cpu
 		s.wall, s.cpu = append(s.wall, r.Seconds), append(s.cpu, float64(r.CPUNs)/1e9)
 		out[q] = s
 	}
-	return out, nil
+	return nil
 }
 
 // describe is the one-line report of a measurement.

@@ -35,8 +35,8 @@ func TestCPURuns(t *testing.T) {
 		}
 		return b
 	}
-	got, err := cpuRuns(enc(rs), list, 1, "test")
-	if err != nil {
+	got := map[string]cpuSeries{}
+	if err := cpuRuns(enc(rs), list, 1, "test", got); err != nil {
 		t.Fatal(err)
 	}
 	// q7 at 1, 3, 5 and q8 at 2, 4, 6 s: the first of each left out.
@@ -46,9 +46,13 @@ func TestCPURuns(t *testing.T) {
 	if s := got["q8"]; len(s.wall) != 2 || s.wall[1] != 6 || s.cpu[0] != 4 {
 		t.Errorf("q8 %+v, want runs 4 and 6", s)
 	}
+	// A second round adds its runs to the first's.
+	if err := cpuRuns(enc(rs), list, 1, "test", got); err != nil || len(got["q7"].wall) != 4 || got["q7"].wall[2] != 3 {
+		t.Errorf("second round: %v, q7 %+v, want runs 3, 5, 3, 5", err, got["q7"])
+	}
 	bad := func(what string, data []byte, want string) {
 		t.Helper()
-		if _, err := cpuRuns(data, list, 1, "test"); err == nil || !strings.Contains(err.Error(), want) {
+		if err := cpuRuns(data, list, 1, "test", map[string]cpuSeries{}); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err %v, want one naming %q", what, err, want)
 		}
 	}
@@ -74,7 +78,7 @@ func TestMeasureCPUTax(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	o := CPUTaxOptions{Exe: gostachioBin(t), Data: testData(t), Nodes: 4, Devices: 1, Link: link, Queries: []string{"q3", "q12"}, Reps: 2}
+	o := CPUTaxOptions{Exe: gostachioBin(t), Data: testData(t), Nodes: 4, Devices: 1, Link: link, Queries: []string{"q3", "q12"}, Reps: 1, Rounds: 2}
 	res, err := MeasureCPUTax(context.Background(), o, io.Discard)
 	if err != nil {
 		t.Fatal(err)
