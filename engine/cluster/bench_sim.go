@@ -724,11 +724,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if deriv.CPUTax > 0 {
 		nd := deriv
 		nd.CPUTax = 0
-		np, _, err := deriveBenchProfile(src, o, nd)
-		if err != nil {
-			return nil, err
-		}
-		if noTax, err = writeTempProfile("gostachio-no-tax-*.yaml", np); err != nil {
+		if noTax, err = variantProfile(src, o, nd, "gostachio-no-tax-*.yaml"); err != nil {
 			return nil, err
 		}
 		defer os.Remove(noTax)
@@ -737,11 +733,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if own > 0 {
 		od := deriv
 		od.Colocation = own
-		op, _, err := deriveBenchProfile(src, o, od)
-		if err != nil {
-			return nil, err
-		}
-		if ownProfile, err = writeTempProfile("gostachio-own-colocation-*.yaml", op); err != nil {
+		if ownProfile, err = variantProfile(src, o, od, "gostachio-own-colocation-*.yaml"); err != nil {
 			return nil, err
 		}
 		defer os.Remove(ownProfile)
@@ -902,6 +894,17 @@ func writeTempProfile(pattern string, prof []byte) (string, error) {
 		return "", fmt.Errorf("cluster: bench-sim: %w", err)
 	}
 	return f.Name(), nil
+}
+
+// variantProfile writes the profile derived from src with d to a temporary
+// file named after pattern (os.CreateTemp's) and returns its path, which the
+// caller removes.
+func variantProfile(src []byte, o SimBenchOptions, d Derivation, pattern string) (string, error) {
+	p, _, err := deriveBenchProfile(src, o, d)
+	if err != nil {
+		return "", err
+	}
+	return writeTempProfile(pattern, p)
 }
 
 // deriveBenchProfile is bench-sim's profile for d (DeriveProfile, named
