@@ -154,6 +154,11 @@ type Cluster struct {
 	// sendDelay holds sends back by that many ns before their latency,
 	// by tag (BurstMakespan's staggered starts); nil otherwise.
 	sendDelay map[uint64]int64
+	// ports: the transfers moving through each lossy egress port
+	// (Profile.NICPort), by its link; created on first use.
+	ports map[LinkID]*portSends
+	// startGated starts a flow a gate held back (gate.release).
+	startGated func(FlowSpec)
 }
 
 type tableKey struct{ node, device, pipeline int32 }
@@ -357,6 +362,11 @@ type rec struct {
 	fold    *foldPhase
 	folding *gate
 	first   int64
+	// port: a send through a lossy egress port (Profile.NICPort), its
+	// LinkID + 1 (0: none), its flow, and when it moves (after a stall).
+	port   LinkID
+	flow   FlowID
+	moving int64
 }
 
 // gateKey names a gate: the kind of the resource it guards, its node
@@ -395,7 +405,7 @@ func (g *gate) admit(w int) bool {
 
 // release returns weight w and starts, in order, the waiting flows that
 // now fit.
-func (g *gate) release(w int, net *Net) {
+func (g *gate) release(w int, start func(FlowSpec)) {
 	g.used -= w
 	for g.head < len(g.waiting) {
 		x := &g.waiting[g.head]
@@ -403,7 +413,7 @@ func (g *gate) release(w int, net *Net) {
 			return
 		}
 		g.used += x.weight
-		net.Start(x.spec)
+		start(x.spec)
 		*x = waitingFlow{}
 		g.head++
 	}
@@ -456,6 +466,7 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 	c := &Cluster{prof: p, nodes: nodes, net: NewNet(),
 		sendFlows: map[uint64]int32{}, recvWait: map[uint64]recvHalf{}, tables: map[tableKey]builtTable{},
 		fabric: newFabricCurve(p.NICEfficiency)}
+	c.startGated = c.startHeld
 	n := &p.Node
 	c.topo = scheduler.Topology{Nodes: nodes, Devices: n.GPUs, SSDs: n.SSDs, NICs: n.NICs,
 		DeviceMem: int64(n.DeviceMemory), PinnedMem: int64(n.PinnedMemory)}
@@ -487,8 +498,8 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 		if !n.KernelsOnHost {
 			c.gpu = append(c.gpu, per(LinkGPU, nd, n.GPUs, 1))
 		}
-		c.nicOut = append(c.nicOut, per(LinkNICOut, nd, n.NICs, p.NIC.Bandwidth.PerNs()))
-		c.nicIn = append(c.nicIn, per(LinkNICIn, nd, n.NICs, p.NIC.Bandwidth.PerNs()))
+		c.nicOut = append(c.nicOut, c.nicPorts(LinkNICOut, nd))
+		c.nicIn = append(c.nicIn, c.nicPorts(LinkNICIn, nd))
 		if p.Intra.Path == "nvlink" {
 			c.nvOut = append(c.nvOut, per(LinkNVLinkOut, nd, n.GPUs, p.Intra.Bandwidth.PerNs()))
 			c.nvIn = append(c.nvIn, per(LinkNVLinkIn, nd, n.GPUs, p.Intra.Bandwidth.PerNs()))
@@ -520,6 +531,26 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 		}
 	}
 	return c, nil
+}
+
+// nicPorts adds node nd's NIC ports of kind k: with Profile.NICLineRate,
+// egress ports at the line rate and ingress ports at it while one
+// transfer enters them alone, nic.bandwidth while more do.
+func (c *Cluster) nicPorts(k LinkKind, nd int) []LinkID {
+	p := c.prof
+	ids := make([]LinkID, p.Node.NICs)
+	for i := range ids {
+		c.info = append(c.info, LinkInfo{k, nd, i})
+		switch {
+		case p.NICLineRate > 0 && k == LinkNICOut:
+			ids[i] = c.net.AddLink(p.NICLineRate.PerNs())
+		case p.NICLineRate > 0:
+			ids[i] = c.net.AddPortLink(p.NIC.Bandwidth.PerNs(), p.NICLineRate.PerNs())
+		default:
+			ids[i] = c.net.AddLink(p.NIC.Bandwidth.PerNs())
+		}
+	}
+	return ids
 }
 
 // SetOutputs makes completed kernels and merges report fn's output sizes
@@ -678,8 +709,37 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 			return nil
 		}
 	}
-	c.net.Start(spec)
+	port, lossy := c.lossyPort(t)
+	if !lossy {
+		c.net.Start(spec)
+		return nil
+	}
+	// A transfer on an idle connection: it may find the port full.
+	stall := c.stall(port)
+	spec.Latency += stall
+	c.joinPort(port, r, c.net.Start(spec), c.net.Now()+c.sendDelay[t.Tag]+stall)
 	return nil
+}
+
+// startHeld starts a flow a gate held back. A send through a lossy port
+// follows its pair's previous frame at once on its connection: it joins
+// the port's transfers without a stall (PortSpec).
+func (c *Cluster) startHeld(spec FlowSpec) {
+	id := c.net.Start(spec)
+	if t := c.recs[spec.Tag].task; t != nil {
+		if port, lossy := c.lossyPort(t); lossy {
+			c.joinPort(port, spec.Tag, id, c.net.Now())
+		}
+	}
+}
+
+// lossyPort is the egress port of send t between nodes when the profile
+// makes ports lossy (Profile.NICPort).
+func (c *Cluster) lossyPort(t *scheduler.Task) (LinkID, bool) {
+	if c.prof.NICPort == nil || t.Kind != scheduler.TaskSend || t.Node == t.Peer.Node {
+		return 0, false
+	}
+	return c.nicOut[t.Node][t.Res.Index], true
 }
 
 // startFold starts the fold of host kernel r (its first phase, started at
@@ -815,6 +875,7 @@ func (c *Cluster) Next(ctx context.Context) (scheduler.Completion, error) {
 			}
 			return scheduler.Completion{}, scheduler.ErrIdle
 		}
+		c.leavePort(tag)
 		r, start, end = c.recs[tag], s, e
 		c.recs[tag] = rec{}
 		c.freeRecs = append(c.freeRecs, tag)
@@ -824,10 +885,10 @@ func (c *Cluster) Next(ctx context.Context) (scheduler.Completion, error) {
 		c.startFold(r, start)
 	}
 	if r.gate != nil {
-		r.gate.release(r.weight, c.net)
+		r.gate.release(r.weight, c.startGated)
 	}
 	if r.folding != nil {
-		r.folding.release(1, c.net)
+		r.folding.release(1, c.startGated)
 		start = r.first
 	}
 	t := r.task

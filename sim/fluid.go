@@ -37,6 +37,9 @@ type link struct {
 	qd      int                // outstanding requests of active flows
 	shared  *sharedCores       // non-nil: capacity falls with oversubscription
 	jobs    int                // active flows without weights (a shared-cores link's kernels)
+	// alone, if set (AddPortLink), is the capacity while one flow alone
+	// crosses the link, portShared while more do.
+	alone, portShared float64
 	// batch: a storage link that completes its flows in batches
 	// (costmodel.Storage.Batched): a flow whose bytes are in is held until
 	// no flow is active on the link or in its latency phase bound for it
@@ -155,9 +158,36 @@ func (n *Net) Now() int64 { return n.now }
 // InFlight is the number of started, uncompleted flows.
 func (n *Net) InFlight() int { return n.inFlight }
 
+// Remaining is what flow id has left to move now, in its units: its size
+// while it waits out its latency, nothing once its bytes are in. id must
+// be a flow started and not yet returned by Step.
+func (n *Net) Remaining(id FlowID) float64 {
+	f := &n.flows[id]
+	switch f.state {
+	case flowLatency:
+		return f.size
+	case flowActive:
+		return max(f.remaining-f.rate*float64(n.now-f.last), 0)
+	}
+	return 0
+}
+
 // AddLink adds a link of capacity units per ns.
 func (n *Net) AddLink(capacity float64) LinkID {
 	n.links = append(n.links, link{capacity: capacity, peak: capacity})
+	return LinkID(len(n.links) - 1)
+}
+
+// AddPortLink adds a network port of capacity shared units per ns while
+// two or more flows cross it, and alone while one does: transfers from
+// several senders converging on a drop-tail port lose some of its rate to
+// each other, and one alone does not. It panics unless 0 < shared ≤
+// alone.
+func (n *Net) AddPortLink(shared, alone float64) LinkID {
+	if !(shared > 0 && shared <= alone) {
+		panic("sim: AddPortLink needs 0 < shared <= alone")
+	}
+	n.links = append(n.links, link{capacity: shared, peak: alone, alone: alone, portShared: shared})
 	return LinkID(len(n.links) - 1)
 }
 
@@ -620,6 +650,12 @@ func (n *Net) solve(cl, cf []int32) {
 		}
 		if l.shared != nil {
 			l.capacity = l.shared.capacity(l.jobs)
+		}
+		if l.alone > 0 {
+			l.capacity = l.portShared
+			if len(l.flows) == 1 {
+				l.capacity = l.alone
+			}
 		}
 		if l.sped() {
 			base := l.peak

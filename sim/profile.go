@@ -40,6 +40,23 @@ type Profile struct {
 	// between nodes moves at, by its size (FabricPoint): a send of b bytes
 	// occupies the NIC links as b/e(b) bytes would.
 	NICEfficiency []FabricPoint `yaml:"nic_efficiency,omitempty"`
+	// NICLineRate, when positive, is the rate of a NIC port (per
+	// direction) where its transfers do not converge from several
+	// senders: every egress port, and an ingress port one transfer alone
+	// enters. NIC.Bandwidth is then the rate of an ingress port that two or
+	// more transfers enter. TCP flows from several senders converging on a
+	// drop-tail port share it unevenly and retransmit, and an all-to-all
+	// exchange ends when its slowest port does; one sender's flows share
+	// its own queue without loss. On the emulated cluster of this
+	// machine, bursts moved at 1.03 of the link's payload rate between 2
+	// workers (one transfer per port) and at 0.77–0.87 on 3 and 4 (all to
+	// all), and q5's broadcast of 3 x 411 KiB from one worker at 0.93–1.0
+	// (README, issue 9). 0: NIC.Bandwidth everywhere.
+	NICLineRate costmodel.Rate `yaml:"nic_line_rate,omitempty"`
+	// NICPort, when given, makes every node's NIC egress port a lossy
+	// drop-tail queue that TCP connections share (PortSpec); absent, the
+	// fabric is lossless, as RDMA's is.
+	NICPort *PortSpec `yaml:"nic_port,omitempty"`
 	// Switch connects the nodes.
 	Switch SwitchSpec `yaml:"switch"`
 	// Intra is the path of sends between devices of one node.
@@ -323,6 +340,8 @@ func (p *Profile) Validate() error {
 		return fmt.Errorf("pcie.h2d and pcie.d2h must be positive")
 	case p.NIC.Bandwidth <= 0:
 		return fmt.Errorf("nic.bandwidth must be positive")
+	case p.NICLineRate != 0 && !(p.NICLineRate >= p.NIC.Bandwidth):
+		return fmt.Errorf("nic_line_rate %g below nic.bandwidth %g: a port that transfers do not converge on moves at least as fast as one they do", float64(p.NICLineRate), float64(p.NIC.Bandwidth))
 	case p.Switch.Oversubscription < 0:
 		return fmt.Errorf("switch.oversubscription must not be negative")
 	}
@@ -337,6 +356,9 @@ func (p *Profile) Validate() error {
 	}
 	if err := p.NVMe.Validate(); err != nil {
 		return fmt.Errorf("nvme: %w", err)
+	}
+	if err := p.NICPort.validate(); err != nil {
+		return fmt.Errorf("nic_port: %w", err)
 	}
 	return validateFabric(p.NICEfficiency)
 }

@@ -421,8 +421,8 @@ func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
 		if len(line) > 0 && line[0] != ' ' && line[0] != '#' {
 			section, _, _ = strings.Cut(line, ":")
 		}
-		if section == "nic_efficiency" {
-			continue // the cluster's fabric replaces it (FabricCurve)
+		if section == "nic_efficiency" || section == "nic_line_rate" || section == "nic_port" {
+			continue // the cluster's fabric replaces them (FabricCurve, the link's ports)
 		}
 		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
 		indented := strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ")
@@ -498,6 +498,10 @@ func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
 		}
 	}
 	res := bytes.TrimRight(out.Bytes(), "\n")
+	res = append(append(res, '\n'), lineRateYAML(link)...)
+	if port, ok := lossyPort(link, nodes); ok {
+		res = append(append(res, '\n'), port...)
+	}
 	if len(d.FabricCurve) > 0 {
 		res = bytes.TrimRight(append(append(res, '\n'), fabricCurveYAML(d.FabricCurve, link)...), "\n")
 	}

@@ -47,8 +47,11 @@ type Link struct {
 	// and TCP then shares the port unevenly: three streams into one
 	// 100 Mbit/s port under the 250 KB default moved 9.7, 1.5 and 1.0 MB/s
 	// with 400–1100 retransmissions each, under 2.5 MB 3.5, 3.5 and 5.0
-	// MB/s with none (README, issue 9). The simulator's links share
-	// max-min fairly and lose nothing, as the paper's RDMA fabric does.
+	// MB/s with none (README, issue 9). The simulator prices what a queue
+	// this small does to the exchange (nic_port: the transfers that find
+	// it full wait for TCP's probe timer; nic_line_rate), as bench-sim
+	// derives from the link; without those its links share max-min fairly
+	// and lose nothing, as the paper's RDMA fabric does.
 	Queue int64
 }
 
@@ -312,8 +315,7 @@ func (n *Netns) shape(ns, dev string) error {
 	// The bucket holds 1 ms at the rate, and at least two 64 KiB GSO
 	// segments (veths pass segments of up to 64 KiB: a smaller bucket would
 	// make tbf split or drop them); the queue holds 20 ms, or l.Queue.
-	burst := max(l.Rate/8/1000, minQueue)
-	args := []string{"qdisc", "add", "dev", dev, "root", "tbf", "rate", formatRate(l.Rate), "burst", strconv.FormatInt(burst, 10)}
+	args := []string{"qdisc", "add", "dev", dev, "root", "tbf", "rate", formatRate(l.Rate), "burst", strconv.FormatInt(tbfBurst(l), 10)}
 	if l.Queue > 0 {
 		return tc(append(args, "limit", strconv.FormatInt(l.Queue, 10))...)
 	}

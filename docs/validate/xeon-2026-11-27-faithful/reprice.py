@@ -5,7 +5,7 @@ from the repository root:
 
   python3 docs/validate/xeon-2026-11-27-faithful/reprice.py [--bin BIN]
       [--completion batch] [--tax own,10Gbit=0.30,1Gbit=0.40,100Mbit=0.165,queue=0.16]
-      [--only new|old]
+      [--only new|old] [--ports]
 
 Every launch is priced as bench-sim priced it by default (its profile,
 its disk ratio alone, the network CPU from the interrupt figure), with
@@ -14,7 +14,10 @@ nvme.completion and node.cpu_tax taken out, and two what-ifs:
 node.cpu_tax by link ('queue' names the 100 Mbit/s launches under a 2.5
 MB port buffer), 'own' first: a launch that measured its own
 (cpu_tax in its rows, the twenty-second session's) keeps it. --only new
-keeps the launches that measured a tax, old the others. Prints every
+keeps the launches that measured a tax, old the others. --ports adds
+nic_line_rate and nic_port as bench-sim now derives them from the link
+(engine/cluster/port.go) and refits the fabric's share to the launch's
+own burst with them (cluster bench-fabric --from). Prints every
 launch's errors and, per link, the cases within 10%. About 10 s on 2
 cores.
 """
@@ -33,6 +36,7 @@ BIN = opt('--bin', './bin/gostachio')
 completion = opt('--completion')
 taxes = dict(kv.split('=') if '=' in kv else (kv, '') for kv in (opt('--tax') or '').split(',') if kv)
 only = opt('--only')
+ports = '--ports' in args  # nic_line_rate and nic_port as bench-sim derives them, the fabric's share refitted
 tmp = tempfile.mkdtemp(prefix='reprice-faithful-')
 
 
@@ -44,6 +48,29 @@ def sim(profile, query, disk):
     out = subprocess.run([BIN, 'sim', '--profile', profile, '--nodes', '4', '--data', 'out/data/sf1', '--query', query,
                           '--policy', 'overlap', '--json', '--disk-speedup', str(disk)], capture_output=True, text=True, check=True)
     return json.loads(out.stdout)['makespan_ns'] / 1e9
+
+
+def with_ports(y, row, path):
+    """y with bench-sim's port lines for row's link (engine/cluster/port.go)
+    and its nic.bandwidth scaled by the fabric's share refitted with them
+    to the launch's own burst."""
+    link = row['link']
+    rate = {'100Mbit': 100e6, '1Gbit': 1e9, '10Gbit': 10e9}[link.split(',')[0]] / 8
+    m = re.search(r'queue=([0-9.]+)MiB', link)
+    limit = round(float(m.group(1)) * 2**20) if m else int(rate * 0.020) + max(int(rate / 1000), 128 << 10)
+    y += 'nic_line_rate: %d\n' % round(rate * 1448 / 1514)
+    buffer, window = limit + (64 << 10), 256 << 10
+    if 2 * window >= buffer:
+        y += 'nic_port:\n  buffer: %d\n  window: %d\n  stall: %dms\n' % (buffer, window, round(200 + 1000 * limit / rate))
+    if not row.get('fabric'):
+        return y
+    open(path, 'w').write(y)
+    fb = path[:-5] + '-fabric.json'
+    json.dump(row['fabric'], open(fb, 'w'))
+    out = subprocess.run([BIN, '--json', 'cluster', 'bench-fabric', '--link', link, '--from', fb, '--profile', path],
+                         capture_output=True, text=True, check=True)
+    e = json.loads(out.stdout)[0]['fit']['efficiency']
+    return re.sub(r'\nnic:([^\n]*)\n  bandwidth: ([0-9.e+]+)', lambda m: '\nnic:%s\n  bandwidth: %d' % (m.group(1), float(m.group(2)) * e), y)
 
 
 def launch(path):
@@ -63,6 +90,9 @@ def launch(path):
         y = y.replace('\n  shared_machine: true', '\n  cpu_tax: %s\n  shared_machine: true' % tax)
     p = os.path.join(tmp, name + '.yaml')
     open(p, 'w').write(y)
+    if ports:
+        y = with_ports(y, rows[0], p)
+        open(p, 'w').write(y)
     errs = [(r['query'], (sim(p, r['query'], r['disk_ratio']) - r['engine_median_ci95']['median']) / r['engine_median_ci95']['median'])
             for r in rows]
     return name, rows[0]['link'], errs
