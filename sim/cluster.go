@@ -91,6 +91,13 @@ var ErrUnmatched = errors.New("sim: receives wait for sends that were never star
 //	         same device: no link; latency nic.latency / intra.latency;
 //	         ordered_sends: one at a time per pair of nodes, in start
 //	         order (a gate of capacity 1 per sending and receiving node)
+//	         nic_port: a send that starts on an idle connection (not
+//	         one that follows its pair's previous frame at once) and
+//	         finds the other sends' windows filling its egress port's
+//	         buffer waits nic_port.stall first (PortSpec)
+//	         nic_line_rate: egress ports at that rate, and an ingress
+//	         port while one send alone enters it; nic.bandwidth while
+//	         two or more do
 //	         net_cpu_cost c, between nodes: + Host[node] and Host[peer]
 //	         with weight c each (one host, weight 2c, on a shared
 //	         machine): the TCP stack's core-ns per byte (FlowSpec.Weights)
