@@ -254,7 +254,7 @@ func newColocatePeerCmd() *cobra.Command {
 
 func newBenchSimCmd(g *globals) *cobra.Command {
 	var o cluster.SimBenchOptions
-	var link, qs, exempt, colocationFrom, fabricSizes, taxQueries string
+	var link, qs, exempt, colocationFrom, fabricFrom, fabricSizes, taxQueries string
 	var launches int
 	var within float64
 	cmd := &cobra.Command{
@@ -279,7 +279,13 @@ cluster and in one process, the difference in CPU time per second of the
 cluster's runs (node.cpu_tax, the cores the simulated machine loses while a
 query runs; --cpu-tax gives it). The
 operator kinds of --colocation-exempt (the aggregates by default) are priced so
-that they lose none of the co-location (node.colocation_exempt).
+that they lose none of the co-location (node.colocation_exempt). The derived
+profile carries the link's ports: nic_line_rate (egress ports, and ingress
+ports one send enters alone, at the payload rate) and, where two TCP windows
+can fill a worker's shaper queue, nic_port (a send that finds it full waits
+for TCP's probe timer). --colocation-from and --fabric-from pool earlier
+launches' co-location rounds and burst rounds with this launch's: one
+launch's are noisy, and the engine's times do not follow them.
 
 Rank 0 times the disk reference (128 MiB of lineitem in the profile's
 requests) after every run, and the simulator's disk bandwidth is scaled by its
@@ -327,6 +333,11 @@ the rows of separate runs.`,
 			for _, f := range strings.Split(colocationFrom, ",") {
 				if f = strings.TrimSpace(f); f != "" {
 					o.ColocationFrom = append(o.ColocationFrom, f)
+				}
+			}
+			for _, f := range strings.Split(fabricFrom, ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					o.FabricFrom = append(o.FabricFrom, f)
 				}
 			}
 			for _, q := range strings.Split(taxQueries, ",") {
@@ -378,6 +389,7 @@ the rows of separate runs.`,
 	f.BoolVar(&o.KeepCorun, "keep-corun", false, "keep the profile's node.corun (kernels beside kernels in one process) in the derived profile; left out by default: the co-location measured here stands for all the workers lose sharing the machine")
 	f.StringVar(&exempt, "colocation-exempt", strings.Join(cluster.DefaultColocationExempt, ","), "operator kinds that lose nothing to co-location (node.colocation_exempt: their price is scaled by the co-location, so they run at one-process speed when every worker runs a kernel); none: every kind loses it")
 	f.StringVar(&colocationFrom, "colocation-from", "", "comma-separated --json outputs of earlier bench-sim launches on this machine: their co-location rounds are pooled with this launch's, and the profile's co-location is the median of them all (one launch's 18 rounds are noisy)")
+	f.StringVar(&fabricFrom, "fabric-from", "", "comma-separated --json outputs of earlier bench-sim launches on this machine: their all-to-all burst rounds on the same --link (and of the same shape) are pooled with this launch's, and the fabric's share is fitted to the median of them all (one launch's 7 rounds are noisy); other links' files are skipped")
 	f.BoolVar(&o.ColocationQueries, "colocation-queries", false, "measure the co-location on the leading operators of the queries' scan pipelines instead of the hash loop (and the loop's too, as colocation_loop)")
 	f.Float64Var(&o.NetCPUCost, "net-cpu-cost", 0, "ns of a core the network stack spends per byte at each end (0: measure it first on --link; negative: none)")
 	f.DurationVar(&o.NetCPUDuration, "net-cpu-duration", 3*time.Second, "length of the network CPU measurement's long runs (the short ones run a third of it)")

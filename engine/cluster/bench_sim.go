@@ -80,6 +80,11 @@ type SimBenchOptions struct {
 	// co-location is the median of them all (LoadColocationRounds). Not
 	// with a given Colocation or ColocationQueries.
 	ColocationFrom []string
+	// FabricFrom are earlier launches' --json outputs whose all-to-all
+	// burst rounds, on the same link and of the same shape, are pooled with
+	// this launch's own: the fabric's share is fitted to the median of them
+	// all (LoadFabricRounds). Not with a given FabricEfficiency.
+	FabricFrom []string
 	// ColocationExempt are the kinds the derived profile exempts from the
 	// co-location loss (Derivation.ColocationExempt; nil: none).
 	ColocationExempt []string
@@ -222,6 +227,11 @@ type SimBenchRow struct {
 	FabricEfficiency float64            `json:"fabric_efficiency,omitempty"`
 	Fabric           *FabricBenchResult `json:"fabric,omitempty"`
 	SimFullLink      float64            `json:"sim_full_link_s,omitempty"`
+	// FabricOwn and SimOwnFabric, when --fabric-from pooled the bursts
+	// (Fabric.Pooled): this launch's own share and the query simulated at
+	// it.
+	FabricOwn    float64 `json:"fabric_own,omitempty"`
+	SimOwnFabric float64 `json:"sim_own_fabric_s,omitempty"`
 	// FabricCurve is the fabric's efficiency by size when bench-sim
 	// measured one (SimBenchOptions.FabricSizes): Sim is then priced with
 	// it, and SimSingleFabric with the one FabricEfficiency instead.
@@ -583,6 +593,9 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			return nil, err
 		}
 	}
+	if len(o.FabricFrom) > 0 && (o.FabricEfficiency != 0 || len(o.FabricSizes) > 0) {
+		return nil, fmt.Errorf("cluster: bench-sim: --fabric-from pools measured bursts: not with --fabric-efficiency or --fabric-sizes")
+	}
 	var ratios []float64
 	var loop float64
 	var pool PooledColocation
@@ -674,7 +687,8 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		fmt.Fprintln(w, "kernels beside kernels (node.corun): left out, the co-location stands for all the workers lose sharing the machine (--keep-corun keeps it)")
 	}
 	var fabric *FabricBenchResult
-	fullLink := "" // the profile at the full payload rate, when the fabric's efficiency is below 1
+	ownFabric := 0.0 // this launch's own share, when --fabric-from pooled the bursts
+	fullLink := ""   // the profile at the full payload rate, when the fabric's efficiency is below 1
 	if o.FabricEfficiency == 0 {
 		fmt.Fprintf(log, "bench-sim: timing all-to-all bursts on %d workers over --link %s\n", o.Nodes, o.Link)
 		b, err := MeasureBurst(ctx, BurstOptions{Exe: o.Exe, Nodes: o.Nodes, Link: o.Link, Warmup: 2})
@@ -689,6 +703,21 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		fmt.Fprintf(w, "fabric: all-to-all bursts of %d x %d KiB per pair took %.4g s (median of %d rounds, %.4g–%.4g), each port %.2f MB/s, %.3f of the payload rate, %.2f cores busy; simulated %s\n",
 			b.Frames, b.FrameBytes>>10, b.Median, len(b.Seconds), slices.Min(b.Seconds), slices.Max(b.Seconds), b.Rate/1e6, fabric.PayloadShare, b.BusyCores, fit.describe(derived.NIC.Bandwidth))
 		o.FabricEfficiency = fit.Efficiency
+		if len(o.FabricFrom) > 0 {
+			fp, err := LoadFabricRounds(o.FabricFrom, o.Link, b.Nodes, b.Frames, b.FrameBytes, b.Streams)
+			if err != nil {
+				return nil, err
+			}
+			pooled := fp.With(b)
+			pfit, err := FitFabricEfficiency(ctx, derived, pooled)
+			if err != nil {
+				return nil, err
+			}
+			fabric.Pooled = &PooledFabricFit{Rounds: len(pooled.Seconds), Launches: fp.Launches + 1, Median: pooled.Median, Fit: pfit}
+			fmt.Fprintf(w, "fabric (pooled): %.4g s, the median of %d rounds of %d launches (this one's and --fabric-from's; %d files of another link or burst skipped); simulated %s\n",
+				pooled.Median, len(pooled.Seconds), fp.Launches+1, fp.Skipped, pfit.describe(derived.NIC.Bandwidth))
+			ownFabric, o.FabricEfficiency = fit.Efficiency, pfit.Efficiency
+		}
 	}
 	var curve []FabricCurvePoint
 	if len(o.FabricSizes) > 0 {
@@ -732,6 +761,15 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			return nil, err
 		}
 		defer os.Remove(noTax)
+	}
+	ownFabricProfile := "" // the profile at this launch's own fabric share, when pooled
+	if ownFabric > 0 {
+		fd := deriv
+		fd.FabricEfficiency = ownFabric
+		if ownFabricProfile, err = variantProfile(src, o, fd, "gostachio-own-fabric-*.yaml"); err != nil {
+			return nil, err
+		}
+		defer os.Remove(ownFabricProfile)
 	}
 	ownProfile := "" // the profile at this launch's own co-location, when pooled
 	if own > 0 {
@@ -824,6 +862,12 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		row.Corun = derived.Node.Corun
 		if len(pool.Ratios) > 0 {
 			row.ColocationPooled, row.ColocationPooledLaunches = len(pool.Ratios), pool.Launches
+		}
+		if ownFabricProfile != "" {
+			row.FabricOwn = ownFabric
+			if row.SimOwnFabric, err = simMakespan(ctx, o, ownFabricProfile, q, ratio); err != nil {
+				return rows, err
+			}
 		}
 		if ownProfile != "" {
 			row.ColocationOwn = own
@@ -1040,6 +1084,9 @@ func printSimBench(w io.Writer, o SimBenchOptions, rows []SimBenchRow) {
 	printRepriced(w, "without the cpu tax", rows, func(r SimBenchRow) float64 { return r.SimNoTax })
 	if len(rows) > 0 && rows[0].ColocationOwn > 0 {
 		printRepriced(w, fmt.Sprintf("at this launch's own co-location (%.3f, not pooled)", rows[0].ColocationOwn), rows, func(r SimBenchRow) float64 { return r.SimOwnColocation })
+	}
+	if len(rows) > 0 && rows[0].FabricOwn > 0 {
+		printRepriced(w, fmt.Sprintf("at this launch's own fabric share (%.3f, not pooled)", rows[0].FabricOwn), rows, func(r SimBenchRow) float64 { return r.SimOwnFabric })
 	}
 }
 

@@ -573,6 +573,18 @@ type FabricBenchResult struct {
 	// against the derived profile at the full payload rate).
 	Fit     *FabricFit `json:"fit,omitempty"`
 	Profile string     `json:"profile,omitempty"`
+	// Pooled, in bench-sim's rows with --fabric-from: the fit to this
+	// burst's rounds pooled with earlier launches' (LoadFabricRounds),
+	// the one the derived profile carries.
+	Pooled *PooledFabricFit `json:"pooled,omitempty"`
+}
+
+// PooledFabricFit is the fabric's share fitted to pooled burst rounds.
+type PooledFabricFit struct {
+	Rounds   int       `json:"rounds"`
+	Launches int       `json:"launches"`
+	Median   float64   `json:"median_s"`
+	Fit      FabricFit `json:"fit"`
 }
 
 // BenchFabric measures all-to-all bursts on an emulated cluster network
