@@ -52,10 +52,8 @@ func LoadColocationRounds(paths []string, nodes, devices int) (PooledColocation,
 			if len(r.ColocationRatios) == 0 || slices.ContainsFunc(seen, func(s []float64) bool { return slices.Equal(s, r.ColocationRatios) }) {
 				continue
 			}
-			for _, x := range r.ColocationRatios {
-				if !(x > 0) {
-					return PooledColocation{}, fmt.Errorf("cluster: --colocation-from: %s row %d: co-location round %v is not a positive ratio", p, i+1, x)
-				}
+			if x, bad := nonPositive(r.ColocationRatios); bad {
+				return PooledColocation{}, fmt.Errorf("cluster: --colocation-from: %s row %d: co-location round %v is not a positive ratio", p, i+1, x)
 			}
 			seen = append(seen, r.ColocationRatios)
 			pool.Ratios = append(pool.Ratios, r.ColocationRatios...)
@@ -83,4 +81,16 @@ func (p PooledColocation) Efficiency() float64 {
 		return 0
 	}
 	return min(stats.Median(p.Ratios), 1)
+}
+
+// nonPositive returns the first of xs that is not a positive number
+// (NaN included), and whether there is one: a measured round that cannot
+// be pooled.
+func nonPositive(xs []float64) (float64, bool) {
+	for _, x := range xs {
+		if !(x > 0) {
+			return x, true
+		}
+	}
+	return 0, false
 }

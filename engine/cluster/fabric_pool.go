@@ -62,10 +62,8 @@ func LoadFabricRounds(paths []string, link Link, nodes, frames int, frameBytes i
 			if slices.ContainsFunc(seen, func(s []float64) bool { return slices.Equal(s, b.Seconds) }) {
 				continue
 			}
-			for _, x := range b.Seconds {
-				if !(x > 0) {
-					return PooledFabric{}, fmt.Errorf("cluster: --fabric-from: %s row %d: burst round %v is not a positive time", p, i+1, x)
-				}
+			if x, bad := nonPositive(b.Seconds); bad {
+				return PooledFabric{}, fmt.Errorf("cluster: --fabric-from: %s row %d: burst round %v is not a positive time", p, i+1, x)
 			}
 			seen = append(seen, b.Seconds)
 			pool.Seconds = append(pool.Seconds, b.Seconds...)
