@@ -25,12 +25,13 @@ import (
 // pair's next frame) has its predecessor's bytes in flight, recovers a
 // drop from their acknowledgements, and does not stall.
 //
-// Under a buffer that holds (nodes-2)·Window or more, nothing stalls: an
+// Under a buffer larger than (nodes-2)·Window nothing stalls: an
 // all-to-all exchange puts at most nodes-1 transfers on a port, and the
-// last finds the others' windows pushed.
+// last finds at most nodes-2 windows pushed.
 type PortSpec struct {
-	// Buffer is what the port holds before it drops: its queue and the
-	// token bucket the shaper lets through at once.
+	// Buffer is what the port holds before it drops: its queue and what
+	// is on the wire (cluster bench-sim: the tbf limit and one 64 KiB
+	// segment).
 	Buffer costmodel.Bytes `yaml:"buffer"`
 	// Window is what one connection pushes into the port at once (its
 	// congestion window, as the fabric's bursts bound it).

@@ -25,9 +25,8 @@ import (
 // simulator's stall rule (sim.PortSpec.Window). The bursts bound it from
 // below: at 224 KiB per pair the third transfer of a worker found the
 // port full, so two windows of min(224 KiB, window) filled it (window ≥
-// 218 KiB under the default queue); q5's broadcast of 411 KiB per pair
-// from one worker stalled one transfer of three, not two, and q9's last
-// exchange of 525 KiB per pair one per worker, so one window does not
+// 218 KiB under the default queue); q9's last exchange of 525 KiB per
+// pair stalled one transfer per worker, not two, so one window does not
 // fill it (window < 436 KiB).
 const portWindow = 256 << 10
 
