@@ -9,7 +9,7 @@ GO ?= go
 BIN := bin/gostachio
 DEMO_DATA ?= out/data/sf0.01
 
-.PHONY: all build build-rdma deps-rdma peer test test-rdma test-peer race bench bench-io bench-gen bench-tpch demo validate calibrate lint fmt vet deps clean
+.PHONY: all build build-rdma deps-rdma peer test test-rdma test-peer race bench bench-io bench-gen bench-tpch demo docs validate calibrate lint fmt vet deps clean
 
 # The DuckDB peer (cgo) lives in its own module so the main one stays
 # cgo-free; `make test` runs its cross-check of our engine against DuckDB.
@@ -73,7 +73,7 @@ race:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 3x -timeout 60m ./...
 
-# The data plane's framing against Arrow IPC and Arrow Flight (issue 9: "choose by measurement").
+# The data plane's framing against Arrow IPC and Arrow Flight, measured side by side.
 bench-wire:
 	$(GO) test -run '^$$' -bench WireFormats -benchtime 2s -count 3 ./engine/cluster
 
@@ -93,10 +93,15 @@ bench-io: build deps
 demo: build
 	$(BIN) demo --data $(DEMO_DATA) --out out/demo
 
-# Simulator vs engine (issue 7): the calibrated devbox profile predicts every
+# The command-line reference in docs/cli, generated from the command tree
+# (a test fails when it is out of date).
+docs: build
+	$(BIN) docs --out docs/cli
+
+# Simulator vs engine: the calibrated devbox profile predicts every
 # query x {serial, overlap} x two chunk sizes on the small dataset; prints the
 # error table, writes out/validate-sf0.01/{results.csv,sim-vs-engine.png,svg}.
-# `make validate VALIDATE_DATA=out/data/sf1 VALIDATE_ROUNDS=3` is the README's run.
+# `make validate VALIDATE_DATA=out/data/sf1 VALIDATE_ROUNDS=3` runs it at SF1.
 # PROFILE unset: the shipped profile calibrated on a machine like this one
 # (else devbox-calibrated); `make calibrate` writes PROFILE or devbox-calibrated.
 VALIDATE_DATA ?= $(DEMO_DATA)
@@ -144,7 +149,7 @@ deps-rdma:
 clean:
 	rm -rf bin out
 
-# CUDA kernels (issue 8). `make ptx` builds kernels/cuda/ptx/*.ptx from
+# CUDA kernels. `make ptx` builds kernels/cuda/ptx/*.ptx from
 # kernels/cuda/*.cu with nvcc (on a GPU machine) and records the sha256 of
 # every source and PTX file in ptx/SOURCES.sha256; the PTX is checked in
 # and embedded. `make ptx-check` (a Go test, also run by `make test`)
@@ -176,7 +181,7 @@ ptx:
 ptx-check:
 	$(GO) test -count=1 -v -run '^TestPTXManifest$$' ./$(CUDA_DIR)
 
-# GPU validation (issue 8): the GPU machines have no Go toolchain, so the
+# GPU validation: the GPU machines have no Go toolchain, so the
 # binaries are built here into gpucarry/ (git-ignored, xz-compressed to fit
 # a carried working tree) and scripts/gpu-validate.sh runs them there.
 .PHONY: gpu-carry

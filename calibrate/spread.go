@@ -28,7 +28,7 @@ type SpreadOptions struct {
 	// validation, told apart by their start times.
 	Dirs []string
 	// MedianTarget and MaxTarget are the bounds each run's prediction is
-	// checked against (issue 7: 0.05 and 0.15).
+	// checked against (by default 0.05 and 0.15).
 	MedianTarget, MaxTarget float64
 }
 

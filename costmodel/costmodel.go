@@ -1,8 +1,8 @@
 // Package costmodel holds the cost functions of gostachio as data: what a
 // kernel costs on a device per operator kind, what a transfer costs on a link,
 // and how an SSD's bandwidth grows with its queue depth. The simulator (sim/)
-// reads them from a hardware profile; calibration (issue 7) fits them from
-// engine traces. Every function here is pure: no clock, no randomness.
+// reads them from a hardware profile; calibration (package calibrate) fits them
+// from micro-benchmarks or engine traces. Every function here is pure: no clock, no randomness.
 //
 // Units: times are nanoseconds (float64 in formulas, int64 where they become
 // virtual time), bandwidths are bytes per second (Rate), sizes are bytes.

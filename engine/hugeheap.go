@@ -7,8 +7,8 @@ import (
 )
 
 // Huge pages for the heap. On a paravirtualized guest every first touch of
-// a 4 KiB page costs a fault of ~12–16 µs (README, issue 7: a third of a
-// cold query's CPU), and the Go heap grows onto such pages. With
+// a 4 KiB page costs a fault of ~12–16 µs (a third of a cold query's CPU on
+// the 2-core development VM, 2026-11), and the Go heap grows onto such pages. With
 // transparent huge pages in "madvise" mode (the common default) a 2 MiB
 // page faults once, for about a quarter of the time per byte: touching
 // 2 GiB took 8.4 s in 4 KiB pages and 3.5 s in huge ones here. The Go

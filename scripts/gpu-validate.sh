@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# GPU validation (issue 8) on a machine with a GPU and the CUDA toolkit but
+# GPU validation on a machine with a GPU and the CUDA toolkit but
 # no Go toolchain. `make gpu-carry` builds, here, what it runs into
 # gpucarry/ (xz-compressed: the gostachio binary and the test binaries of
 # kernels/cuda, engine/gpu and engine); carry that folder to the GPU

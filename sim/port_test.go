@@ -129,8 +129,8 @@ func TestPortLinkAlone(t *testing.T) {
 // TestBurstLossCliff: the all-to-all bursts of the 4-worker cluster at
 // 100 Mbit/s under the default queue, priced with the port bench-sim
 // derives for it (buffer 446608 B, window 256 KiB, stall 230 ms). On the
-// cluster, 208 KiB per pair took 0.058 s and 224 KiB 0.29 s (README,
-// issue 9): the third transfer of every worker found its port full.
+// cluster, 208 KiB per pair took 0.058 s and 224 KiB 0.29 s (4 workers on the
+// 2-core development VM, 2026-11-27): the third transfer of every worker found its port full.
 func TestBurstLossCliff(t *testing.T) {
 	p, err := LoadProfile("testdata/profiles/tiny.yaml")
 	if err != nil {

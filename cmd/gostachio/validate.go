@@ -132,8 +132,8 @@ between runs hours apart; validate's error is to be read against this floor.`,
 			return rep.WriteText(c.OutOrStdout())
 		},
 	}
-	cmd.Flags().Float64Var(&o.MedianTarget, "median-target", 0.05, "bound on a validation's median |error| (issue 7: 0.05)")
-	cmd.Flags().Float64Var(&o.MaxTarget, "max-target", 0.15, "bound on a validation's max |error| (issue 7: 0.15)")
+	cmd.Flags().Float64Var(&o.MedianTarget, "median-target", 0.05, "bound on a validation's median |error| (the project's target)")
+	cmd.Flags().Float64Var(&o.MaxTarget, "max-target", 0.15, "bound on a validation's max |error| (the project's target)")
 	return cmd
 }
 

@@ -11,7 +11,7 @@
 // MADV_FREE the kernel takes the pages back only under memory pressure,
 // so the heap reuses them as they are: q1,q3,q9 x12 in one process took
 // 4.8 K page faults instead of 22-25 K, 0.9-1.4 s of system time instead
-// of 2.2-3.7, and their steady-state medians fell 4-11% (README, issue 7).
+// of 2.2-3.7, and their steady-state medians fell 4-11% (2-core development VM, 2026-11).
 // The cost is a resident set that stays at its high-water mark until the
 // machine needs the memory.
 //
