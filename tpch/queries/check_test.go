@@ -10,7 +10,7 @@ import (
 	"gostachio/tpch/schema"
 )
 
-// A static checker of executable plans, following ENGINE_SEMANTICS.md: it
+// A static checker of executable plans, following the execution contract of docs/design.md: it
 // walks every pipeline tracking the batch's columns (names and types) and
 // how its rows are distributed over devices, and rejects what the engine
 // would fail on or compute wrongly: unknown or duplicate columns, type

@@ -13,7 +13,7 @@ import (
 )
 
 // A reference interpreter of checked plans over in-memory TPC-H data,
-// following ENGINE_SEMANTICS.md with W devices: a table's chunks are dealt
+// following the execution contract of docs/design.md with W devices: a table's chunks are dealt
 // round-robin over the devices; every pipeline runs on every device over
 // its unit (a scan's chunks on that device, or for a From pipeline the
 // union of what its inputs left there); sinks move data exactly as the

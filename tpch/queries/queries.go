@@ -2,8 +2,8 @@
 // package operators whose expressions the engine evaluates), with the
 // specification's validation parameters (qgen defaults, clause 2.4).
 //
-// Every plan follows the engine's execution contract
-// (notes/ENGINE_SEMANTICS.md): small dimension tables and filtered subsets
+// Every plan follows the execution contract of plans (docs/design.md,
+// "Plans and their execution contract"): small dimension tables and filtered subsets
 // are broadcast and built on every device; fact-fact joins are
 // co-partitioned by shuffling both sides on the join key; aggregates run as
 // a per-device Partial ending in a Gather (few groups) or a Shuffle on

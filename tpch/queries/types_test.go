@@ -12,7 +12,7 @@ import (
 )
 
 // This file types and evaluates the plan package's expression trees the
-// way ENGINE_SEMANTICS.md and plan/expr.go describe, independently of the
+// way docs/design.md and plan/expr.go describe, independently of the
 // engine: the static checker (check_test.go) uses the typing, the
 // reference interpreter (interp_test.go) the evaluation.
 
