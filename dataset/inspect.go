@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"text/tabwriter"
 )
 
@@ -139,13 +140,21 @@ func statString(v Value) string {
 	return fmt.Sprintf("%q", v.Str)
 }
 
-// VerifyDataset opens the dataset in dir and checks every buffer against
-// its recorded checksum (Verify), reporting progress through progress (may
-// be nil). It writes the report to w — as indented JSON (VerifyReport) when
-// jsonOut — and returns Verify's error: a mismatch, a short read, or a
-// dataset without checksums.
+// VerifyDataset opens the dataset in dir and verifies it (Verify): every
+// buffer against its recorded checksum, every chunk's statistics against
+// its values, the manifest against its digest. A manifest whose digest
+// differs is still verified, so the report names the fields that changed.
+// Progress goes to progress (may be nil). It writes the report to w — as
+// indented JSON (VerifyReport) when jsonOut; as text, every finding first
+// and the verdict last — and returns Verify's error.
 func VerifyDataset(ctx context.Context, dir string, jsonOut bool, w io.Writer, progress func(done, total int64)) error {
 	ds, err := Open(dir)
+	if errors.Is(err, ErrDigest) {
+		var abs string
+		if abs, err = filepath.Abs(dir); err == nil {
+			ds, err = load(abs, false)
+		}
+	}
 	if err != nil {
 		return err
 	}
@@ -158,16 +167,36 @@ func VerifyDataset(ctx context.Context, dir string, jsonOut bool, w io.Writer, p
 		}
 		return verr
 	}
-	if errors.Is(verr, ErrNoChecksums) || (verr != nil && !errors.Is(verr, ErrChecksum)) {
-		return verr
+	if verr != nil && !r.Failed() && !errors.Is(verr, ErrNoChecksums) {
+		return verr // a read error: the report is incomplete
 	}
-	fmt.Fprintf(w, "verified %s: %d tables, %d chunks, %d buffers, %d bytes (%s)\n",
-		r.Dir, r.Tables, r.Chunks, r.Buffers, r.Bytes, r.Checksums)
 	for _, b := range r.Bad {
 		fmt.Fprintf(w, "MISMATCH %s\n", b)
 	}
 	if r.BadCount > len(r.Bad) {
-		fmt.Fprintf(w, "... and %d more\n", r.BadCount-len(r.Bad))
+		fmt.Fprintf(w, "... and %d more buffers\n", r.BadCount-len(r.Bad))
 	}
+	for _, m := range r.Mismatches {
+		fmt.Fprintf(w, "MISMATCH %s\n", m)
+	}
+	if r.MismatchCount > len(r.Mismatches) {
+		fmt.Fprintf(w, "... and %d more fields\n", r.MismatchCount-len(r.Mismatches))
+	}
+	if r.Digest != "ok" && r.Digest != "absent" {
+		fmt.Fprintf(w, "MISMATCH manifest digest: %s\n", r.Digest)
+	}
+	verdict := "verified"
+	if r.Failed() {
+		verdict = "FAILED"
+	}
+	fmt.Fprintf(w, "%s %s: %d tables, %d chunks, %d buffers, %d bytes (checksums %s, manifest digest %s)\n",
+		verdict, r.Dir, r.Tables, r.Chunks, r.Buffers, r.Bytes, orNone(r.Checksums), r.Digest)
 	return verr
+}
+
+func orNone(s string) string {
+	if s == "" {
+		return "none"
+	}
+	return s
 }

@@ -1,6 +1,8 @@
 package dataset
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -43,6 +45,32 @@ type Manifest struct {
 	// buffers cannot be verified.
 	Checksums string      `json:"checksums,omitempty"`
 	Tables    []TableMeta `json:"tables"`
+	// Digest covers every other field of the manifest: DigestPrefix and
+	// the hex SHA-256 of the manifest's compact JSON encoding with Digest
+	// empty (Manifest.ComputeDigest). The buffers' checksums guard the
+	// data; the digest guards what a query trusts about it — offsets,
+	// lengths, types, row counts, min/max — so an edited manifest is
+	// refused instead of pruning or reading the wrong bytes. "" (absent in
+	// JSON): written before digests, not checked.
+	Digest string `json:"digest,omitempty"`
+}
+
+// DigestPrefix names the hash of Manifest.Digest.
+const DigestPrefix = "sha256:"
+
+// ComputeDigest returns the digest m should record: DigestPrefix and the
+// hex SHA-256 of m's compact JSON encoding with Digest left empty. The
+// encoding is deterministic (struct fields in declaration order, map keys
+// sorted), so a manifest read back and encoded again hashes the same.
+func (m *Manifest) ComputeDigest() (string, error) {
+	c := *m
+	c.Digest = ""
+	data, err := json.Marshal(&c)
+	if err != nil {
+		return "", fmt.Errorf("dataset: encode manifest for its digest: %w", err)
+	}
+	sum := sha256.Sum256(data)
+	return DigestPrefix + hex.EncodeToString(sum[:]), nil
 }
 
 // ChecksumCRC32C is Manifest.Checksums when every buffer records the

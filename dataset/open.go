@@ -21,6 +21,10 @@ var (
 	// ErrCorrupt: the manifest or a data file is malformed, missing,
 	// truncated, or disagrees with the other.
 	ErrCorrupt = errors.New("corrupt dataset")
+	// ErrDigest: the manifest's content does not hash to the digest it
+	// recorded when it was written (it was edited since). It wraps
+	// ErrCorrupt.
+	ErrDigest = fmt.Errorf("%w: manifest digest mismatch", ErrCorrupt)
 )
 
 // Dataset is an opened, validated dataset. It is immutable and shared:
@@ -86,7 +90,7 @@ func Open(dir string) (*Dataset, error) {
 		}
 		return e.ds, nil
 	}
-	ds, err := load(abs)
+	ds, err := load(abs, true)
 	if err != nil {
 		return nil, err
 	}
@@ -106,8 +110,12 @@ func corrupt(path, format string, args ...any) error {
 	return fmt.Errorf("dataset: %s: %w: %s", path, ErrCorrupt, fmt.Sprintf(format, args...))
 }
 
-// load reads and validates a dataset without the cache.
-func load(abs string) (*Dataset, error) {
+// load reads and validates a dataset without the cache. The checks that
+// name what disagrees (the manifest's own consistency, the files' sizes,
+// the IPC footers, every record batch's metadata) run before the digest,
+// which catches any other edit; checkDigest false skips it, for Verify to
+// name what an edit changed.
+func load(abs string, checkDigest bool) (*Dataset, error) {
 	mpath := filepath.Join(abs, ManifestName)
 	data, err := os.ReadFile(mpath)
 	if err != nil {
@@ -143,8 +151,93 @@ func load(abs string) (*Dataset, error) {
 		if err := ds.checkFooters(&m.Tables[ti]); err != nil {
 			return nil, err
 		}
+		if err := ds.checkBatchHeaders(&m.Tables[ti]); err != nil {
+			return nil, err
+		}
+	}
+	if checkDigest {
+		if err := ds.checkDigest(mpath); err != nil {
+			return nil, err
+		}
 	}
 	return ds, nil
+}
+
+// checkDigest compares the manifest's content with the digest it recorded.
+func (ds *Dataset) checkDigest(mpath string) error {
+	m := ds.Manifest
+	if m.Digest == "" {
+		return nil
+	}
+	got, err := m.ComputeDigest()
+	if err != nil {
+		return err
+	}
+	if got != m.Digest {
+		return fmt.Errorf("dataset: %s: %w: it records %s, its content hashes to %s: the manifest was edited after it was written "+
+			"(`gostachio inspect --verify %s` names the fields that disagree with the data; regenerate the dataset or restore the manifest)",
+			mpath, ErrDigest, m.Digest, got, ds.Dir)
+	}
+	return nil
+}
+
+// checkBatchHeaders reads every record batch's metadata message and checks
+// the row count and every buffer's offset and length against the
+// manifest's chunk index, naming the chunk, column and field that differ.
+// The manifest is what the engine reads by; the metadata is what the file
+// says, and the two were written together.
+func (ds *Dataset) checkBatchHeaders(tm *TableMeta) error {
+	files := make([]*os.File, len(tm.Files))
+	defer func() {
+		for _, f := range files {
+			if f != nil {
+				f.Close()
+			}
+		}
+	}()
+	for ci := range tm.Chunks {
+		c := &tm.Chunks[ci]
+		p := ds.filePath(tm, c.File)
+		if files[c.File] == nil {
+			f, err := os.Open(p)
+			if err != nil {
+				return fmt.Errorf("dataset: data file %s: %w: %w", p, ErrCorrupt, err)
+			}
+			files[c.File] = f
+		}
+		h, err := arrowipc.ReadBatchHeader(files[c.File], c.Block())
+		if err != nil {
+			return corrupt(p, "table %s chunk %d: %v", tm.Name, ci, err)
+		}
+		if h.Length != c.Rows {
+			return corrupt(p, "table %s chunk %d: rows is %d in the manifest, %d in the record batch", tm.Name, ci, c.Rows, h.Length)
+		}
+		if len(h.Nodes) != len(c.Columns) {
+			return corrupt(p, "table %s chunk %d: %d columns in the manifest, %d in the record batch", tm.Name, ci, len(c.Columns), len(h.Nodes))
+		}
+		body := c.Block().BodyOffset()
+		j := 0
+		for k, cc := range c.Columns {
+			name := tm.Schema.Columns[k].Name
+			for bi, b := range cc.Buffers {
+				if j >= len(h.Buffers) {
+					return corrupt(p, "table %s chunk %d column %s: buffer %d is in the manifest, not in the record batch", tm.Name, ci, name, bi)
+				}
+				fb := h.Buffers[j]
+				j++
+				if body+fb.Offset != b.Off {
+					return corrupt(p, "table %s chunk %d column %s: buffer %d offset is %d in the manifest, %d in the record batch", tm.Name, ci, name, bi, b.Off, body+fb.Offset)
+				}
+				if fb.Length != b.Len {
+					return corrupt(p, "table %s chunk %d column %s: buffer %d length is %d in the manifest, %d in the record batch", tm.Name, ci, name, bi, b.Len, fb.Length)
+				}
+			}
+		}
+		if j != len(h.Buffers) {
+			return corrupt(p, "table %s chunk %d: %d buffers in the manifest, %d in the record batch", tm.Name, ci, j, len(h.Buffers))
+		}
+	}
+	return nil
 }
 
 // validate checks the manifest's internal consistency: names, types (and
@@ -324,6 +417,9 @@ func validateChunks(tm *TableMeta, t *schema.Table) error {
 			}
 			if col.Type.Width() == 4 && (cc.Min.Int != int64(int32(cc.Min.Int)) || cc.Max.Int != int64(int32(cc.Max.Int))) {
 				return fmt.Errorf("chunk %d column %s statistics exceed int32", ci, col.Name)
+			}
+			if valueLess(cc.Max, cc.Min) {
+				return fmt.Errorf("chunk %d column %s: min %s is above max %s", ci, col.Name, statString(cc.Min), statString(cc.Max))
 			}
 		}
 	}

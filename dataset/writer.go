@@ -476,6 +476,11 @@ func (w *Writer) commit() error {
 			return err
 		}
 	}
+	digest, err := m.ComputeDigest()
+	if err != nil {
+		return err
+	}
+	m.Digest = digest
 	data, err := json.MarshalIndent(&m, "", " ")
 	if err != nil {
 		return fmt.Errorf("dataset: encode manifest: %w", err)
