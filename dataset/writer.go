@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,6 +43,16 @@ type CreateOptions struct {
 	// chunks are not placed).
 	Partitions int
 	Meta       Meta
+	// Log receives notes about what Create found (temporary folders of
+	// interrupted runs it removed); nil: discarded.
+	Log io.Writer
+}
+
+func (o CreateOptions) log() io.Writer {
+	if o.Log == nil {
+		return io.Discard
+	}
+	return o.Log
 }
 
 // Writer builds a dataset in temporary folders beside its final folders
@@ -96,7 +107,15 @@ func Create(dir string, opts CreateOptions) (*Writer, error) {
 			w.Abort()
 			return nil, fmt.Errorf("dataset: create %s: %w", parent, err)
 		}
-		tmp, err := os.MkdirTemp(parent, "."+filepath.Base(f)+".tmp-")
+		removed, err := removeStale(parent, filepath.Base(f))
+		if err != nil {
+			w.Abort()
+			return nil, err
+		}
+		for _, r := range removed {
+			fmt.Fprintf(opts.log(), "removed %s, left by an interrupted run\n", r)
+		}
+		tmp, err := makeTempDir(parent, filepath.Base(f))
 		if err != nil {
 			w.Abort()
 			return nil, fmt.Errorf("dataset: create temporary folder in %s: %w", parent, err)
@@ -492,6 +511,9 @@ func (w *Writer) commit() error {
 	// manifest, every file it names is in place.
 	for k := len(w.stripes) - 1; k >= 0; k-- {
 		s := &w.stripes[k]
+		if err := os.Remove(filepath.Join(s.tmp, ownerFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("dataset: %w", err)
+		}
 		if err := replaceDir(s.tmp, s.final, w.force); err != nil {
 			return err
 		}

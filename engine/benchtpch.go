@@ -111,9 +111,13 @@ func BenchTPCH(ctx context.Context, opts BenchTPCHOptions, stdout, stderr io.Wri
 		if pq == "" {
 			pq = filepath.Join(ds.Dir, "parquet")
 		}
-		if _, err := os.Stat(filepath.Join(pq, "lineitem.parquet")); err != nil {
+		if m, err := dataset.ReadExport(pq); err != nil || m.ManifestDigest != ds.Manifest.Digest || m.ManifestDigest == "" {
+			// Not a complete export of this very data: (re)write it,
+			// replacing our own export folder or an export of other data,
+			// never a folder of the user's that is not an export.
+			force := opts.Parquet == "" || err == nil
 			fmt.Fprintf(stderr, "exporting %s to Parquet in %s for DuckDB\n", ds.Dir, pq)
-			if err := dataset.Export(ds, pq, dataset.ExportOptions{}, stderr); err != nil {
+			if err := dataset.Export(ds, pq, dataset.ExportOptions{Force: force}, stderr); err != nil {
 				return err
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"runtime"
 	"time"
 
@@ -105,17 +106,13 @@ func Gen(ctx context.Context, opts GenOptions, stdout, stderr io.Writer) error {
 		return fmt.Errorf("tpch: gen: %d partitions: must be at least 1 (or 0: unpartitioned)", opts.Partitions)
 	}
 	if opts.IfMissing {
-		// Reuse only data this generator version wrote at this scale factor;
-		// replace an older or other-SF dataset of ours, nothing else.
-		if ds, err := dataset.Open(opts.Out); err == nil {
-			if ds.Manifest.ScaleFactor == opts.ScaleFactor && ds.Manifest.Generator.Version == dbgen.Version &&
-				ds.Manifest.Partitions == opts.Partitions {
-				rep := reportOf(ds)
-				rep.Reused = true
-				rep.Workers = opts.Workers
-				return printGen(rep, opts.JSON, stdout)
-			}
-			opts.Force = true
+		reused, err := reuseExisting(ctx, &opts)
+		if err != nil {
+			return err
+		}
+		if reused != nil {
+			reused.Workers = opts.Workers
+			return printGen(*reused, opts.JSON, stdout)
 		}
 	}
 	var start time.Time
@@ -129,7 +126,7 @@ func Gen(ctx context.Context, opts GenOptions, stdout, stderr io.Writer) error {
 	info := dataset.Generator{Name: "gostachio-dbgen", Version: dbgen.Version,
 		Params: map[string]string{"chunk_rows": fmt.Sprint(opts.ChunkRows)}}
 	w, err := dataset.Create(opts.Out, dataset.CreateOptions{Force: opts.Force, Stripes: opts.Stripes,
-		Partitions: opts.Partitions, Meta: dataset.Meta{Name: "tpch", ScaleFactor: opts.ScaleFactor, Generator: info}})
+		Partitions: opts.Partitions, Log: stderr, Meta: dataset.Meta{Name: "tpch", ScaleFactor: opts.ScaleFactor, Generator: info}})
 	if err != nil {
 		return err
 	}
@@ -336,6 +333,38 @@ func genTable(ctx context.Context, gen *dbgen.Generator, w *dataset.Writer, t *s
 		return cw.flush()
 	}
 	return nil
+}
+
+// reuseExisting decides what gen --if-missing does with opts.Out: it
+// returns the report of a dataset to keep (this generator version wrote it
+// at this scale factor and partitioning, and every buffer still matches
+// its checksum), sets opts.Force to replace a dataset of ours that differs,
+// returns (nil, nil) where there is nothing (Create then writes it), and an
+// error saying what is wrong with anything else: a dataset that fails to
+// open or to verify, or a folder that is not a dataset.
+func reuseExisting(ctx context.Context, opts *GenOptions) (*GenReport, error) {
+	ds, err := dataset.Open(opts.Out)
+	if errors.Is(err, dataset.ErrNoManifest) {
+		if ents, rerr := os.ReadDir(opts.Out); rerr == nil && len(ents) > 0 {
+			return nil, fmt.Errorf("tpch: gen --if-missing: %s is not empty and holds no %s (an interrupted run, or another folder): remove it or pass --force",
+				opts.Out, dataset.ManifestName)
+		}
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("tpch: gen --if-missing: %s holds a dataset that cannot be used: %w; regenerate it with --force", opts.Out, err)
+	}
+	if ds.Manifest.ScaleFactor != opts.ScaleFactor || ds.Manifest.Generator.Version != dbgen.Version ||
+		ds.Manifest.Partitions != opts.Partitions {
+		opts.Force = true // another dataset of ours: replace it
+		return nil, nil
+	}
+	if _, err := ds.Verify(ctx, nil); err != nil && !errors.Is(err, dataset.ErrNoChecksums) {
+		return nil, fmt.Errorf("tpch: gen --if-missing: %s fails verification: %w; regenerate it with --force", opts.Out, err)
+	}
+	rep := reportOf(ds)
+	rep.Reused = true
+	return &rep, nil
 }
 
 func reportOf(ds *dataset.Dataset) GenReport {
