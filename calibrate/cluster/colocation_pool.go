@@ -47,7 +47,7 @@ func LoadColocationRounds(paths []string, nodes, devices int) (PooledColocation,
 				return PooledColocation{}, fmt.Errorf("cluster: --colocation-from: %s row %d ran %d workers x %d devices, this launch %d x %d", p, i+1, r.Nodes, r.Devices, nodes, devices)
 			}
 			if r.ColocationLoop != 0 {
-				return PooledColocation{}, fmt.Errorf("cluster: --colocation-from: %s row %d measured the co-location on the queries' operators (--colocation-queries); pool the loop's only", p, i+1)
+				return PooledColocation{}, fmt.Errorf("cluster: --colocation-from: %s row %d measured the co-location on the queries' operators (an earlier version's --colocation-queries); pool the loop's only", p, i+1)
 			}
 			if len(r.ColocationRatios) == 0 || slices.ContainsFunc(seen, func(s []float64) bool { return slices.Equal(s, r.ColocationRatios) }) {
 				continue

@@ -87,10 +87,6 @@ type LaunchSummary struct {
 	// efficiency lowered it: one set of engine runs, both models. Nil
 	// unless some row carries such a price.
 	FullLink *LaunchSummary `json:"full_link,omitempty"`
-	// SingleFabric is the same summary with every case priced at the one
-	// fabric efficiency (SimBenchRow.SimSingleFabric) where a fabric curve
-	// priced it; nil unless some row carries such a price.
-	SingleFabric *LaunchSummary `json:"single_fabric,omitempty"`
 	// OwnColocation is the same summary with every case priced at its
 	// launch's own co-location (SimBenchRow.SimOwnColocation) where
 	// --colocation-from pooled it; nil unless some row carries one.
@@ -151,7 +147,6 @@ func SummarizeLaunches(rows []SimBenchRow, within float64) LaunchSummary {
 		s.Spread = launchSpread(rows, within)
 	}
 	s.FullLink = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimFullLink })
-	s.SingleFabric = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimSingleFabric })
 	s.OwnColocation = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimOwnColocation })
 	s.Unscaled = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimUnscaled })
 	s.CPUOnly = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimCPUOnly })
@@ -315,7 +310,6 @@ func printLaunchSummary(w io.Writer, s LaunchSummary) {
 		s    *LaunchSummary
 	}{
 		{"at the link's full payload rate instead (no fabric efficiency)", s.FullLink},
-		{singleFabricWhat, s.SingleFabric},
 		{"at each launch's own co-location instead (not pooled)", s.OwnColocation},
 		{"without the launches' rescales", s.Unscaled},
 		{"with the CPU rescale alone", s.CPUOnly},
