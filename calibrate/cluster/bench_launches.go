@@ -18,7 +18,7 @@ import (
 // engine's medians of one query moved by up to 30% between launches
 // minutes apart, and the co-location measured before the runs by 0.49 to
 // 0.65, so whether every query lands within 10% is mostly a property of
-// the launch (README, issue 9). BenchSimLaunches repeats the whole
+// the launch (README). BenchSimLaunches repeats the whole
 // measurement and pools the errors.
 
 // BenchSimLaunches runs BenchSim launches times, launch k (from 1) with
@@ -111,7 +111,7 @@ type SpreadSummary struct {
 }
 
 // SummarizeLaunches pools rows (of one launch, Launch 0, or several)
-// against the bound within (0.10: the issue's 10%).
+// against the bound within (0.10: 10%, bench-sim's --within default).
 func SummarizeLaunches(rows []SimBenchRow, within float64) LaunchSummary {
 	s := LaunchSummary{Cases: len(rows), WithinBound: within}
 	if len(rows) == 0 {

@@ -28,7 +28,7 @@ import (
 // shaped link carries a long TCP flow at its payload rate, but a query's
 // shuffle is short and many-flowed: every worker sends to every other at
 // once, three flows converge on each port, and a flow that starts into a
-// full port buffer loses packets and time (README, issue 9: q5 at 100
+// full port buffer loses packets and time (README: q5 at 100
 // Mbit/s moved its busiest egress at 62–81% of the payload rate while it
 // had a send in flight). MeasureBurst times that pattern on the emulated
 // fabric, outside any query: Nodes processes in the cluster's namespaces,
@@ -508,7 +508,7 @@ func PairFrames(pairBytes, maxFrame int64) (frames int, frameBytes int64) {
 // of at most o.FrameBytes; o.Frames is ignored) and prints a table of the
 // bursts' share of the link by size: where a port's buffer is smaller
 // than what converges on it at once, TCP loses packets and the share
-// falls off a cliff (README, issue 9).
+// falls off a cliff (README).
 func BenchFabricSweep(ctx context.Context, o FabricBenchOptions, sizes []int64, w io.Writer) ([]FabricSweepPoint, error) {
 	if len(sizes) == 0 {
 		return nil, fmt.Errorf("cluster: bench-fabric: no burst sizes")

@@ -353,7 +353,7 @@ func (l Link) QueueBytes() int64 {
 // moves bytes at the link's rate from the first one) and RDMA (no window)
 // have no such restart. Measured: bench-sim at 100 Mbit/s, two launches
 // each way alternating, q3 1.18–1.24 s → 1.13 s, q18 0.73–0.82 → 0.71 s
-// (README, issue 9).
+// (README).
 const NetnsTCPSysctl = "net.ipv4.tcp_slow_start_after_idle=0"
 
 // joinWarning appends warning w to the ones in ws.
