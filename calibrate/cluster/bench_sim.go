@@ -421,7 +421,7 @@ func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
 		if len(line) > 0 && line[0] != ' ' && line[0] != '#' {
 			section, _, _ = strings.Cut(line, ":")
 		}
-		if section == "nic_efficiency" || section == "nic_line_rate" || section == "nic_port" {
+		if section == "nic_line_rate" || section == "nic_port" {
 			continue // the cluster's fabric replaces them (the link's ports)
 		}
 		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
