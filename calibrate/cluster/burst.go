@@ -408,11 +408,15 @@ func (p *burstProc) stop() {
 	p.cmd.Wait()
 }
 
+// lockedWriter writes to w under mu (a peer's stderr, read while it runs).
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer
 }
 
+var _ io.Writer = lockedWriter{}
+
+// Write writes b to w, holding mu.
 func (l lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
