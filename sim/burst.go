@@ -43,12 +43,6 @@ func BurstMakespan(ctx context.Context, p *Profile, nodes, frames int, frameByte
 	if starts != nil {
 		c.sendDelay = map[uint64]int64{}
 	}
-	c.phases = map[phaseKey]int64{} // one phase per pair: all its frames
-	for src := range int32(nodes) {
-		for dst := range int32(nodes) {
-			c.phases[phaseKey{-1, src, dst}] = int64(frames) * frameBytes
-		}
-	}
 	tasks := make([]scheduler.Task, 0, nodes*(nodes-1)*frames)
 	for src := range int32(nodes) {
 		// Each node starts with the next after itself, as a query's

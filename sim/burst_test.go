@@ -14,41 +14,30 @@ func TestBurstMakespan(t *testing.T) {
 		ordered       bool
 		netCPU        float64
 		starts        [][]int64
-		curve         []FabricPoint
 		want          int64
 	}{
 		// 4 frames of 1 MB at once share the pair's path: 4e6 B at 1 B/ns.
-		{"shared", 2, 4, false, 0, nil, nil, 5_000 + 4_000_000},
+		{"shared", 2, 4, false, 0, nil, 5_000 + 4_000_000},
 		// In turn, each frame pays the latency again.
-		{"ordered", 2, 4, true, 0, nil, nil, 4 * (5_000 + 1_000_000)},
+		{"ordered", 2, 4, true, 0, nil, 4 * (5_000 + 1_000_000)},
 		// 3 nodes: each egress carries two pairs' frames at 0.5 B/ns.
-		{"ordered 3 nodes", 3, 2, true, 0, nil, nil, 2 * (5_000 + 2_000_000)},
+		{"ordered 3 nodes", 3, 2, true, 0, nil, 2 * (5_000 + 2_000_000)},
 		// Staggered: node 1's frames to node 0 start 3 ms late. Node 0's
 		// end at 4.02 ms alone (as above); node 1's follow 3 ms on.
-		{"ordered, staggered", 2, 4, true, 0, [][]int64{{0, 0}, {3_000_000, 0}}, nil, 3_000_000 + 4*(5_000+1_000_000)},
+		{"ordered, staggered", 2, 4, true, 0, [][]int64{{0, 0}, {3_000_000, 0}}, 3_000_000 + 4*(5_000+1_000_000)},
 		// Not ordered, every frame of the pair waits: 0.5 ms, then
 		// the four share the path.
-		{"shared, staggered", 2, 4, false, 0, [][]int64{{0, 500_000}, {0, 0}}, nil, 500_000 + 5_000 + 4_000_000},
+		{"shared, staggered", 2, 4, false, 0, [][]int64{{0, 500_000}, {0, 0}}, 500_000 + 5_000 + 4_000_000},
 		// 8 ns of a core per byte at each end: a host sends one direction
 		// and receives the other, 16 ns per byte of a pair's rate on its 4
 		// cores, so each direction moves 0.25 B/ns.
-		{"network CPU", 2, 4, false, 8, nil, nil, 5_000 + 16_000_000},
-		// The pair's phase is 4 MB: at 0.5 of the bandwidth it takes
-		// twice as long.
-		{"efficiency", 2, 4, false, 0, nil, []FabricPoint{{4_000_000, 0.5}}, 5_000 + 8_000_000},
-		// 4 MB lies halfway between 1 MB and 16 MB in log2: 0.75.
-		{"efficiency interpolated", 2, 4, false, 0, nil, []FabricPoint{{16_000_000, 0.5}, {1_000_000, 1}}, 5_000 + 5_333_333},
-		// Beyond the end points, theirs.
-		{"efficiency beyond", 2, 4, false, 0, nil, []FabricPoint{{8_000_000, 0.5}, {16_000_000, 0.25}}, 5_000 + 8_000_000},
-		// Ordered, every frame of the 4 MB phase moves at 0.5.
-		{"efficiency, ordered", 2, 4, true, 0, nil, []FabricPoint{{4_000_000, 0.5}}, 4 * (5_000 + 2_000_000)},
+		{"network CPU", 2, 4, false, 8, nil, 5_000 + 16_000_000},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, err := LoadProfile("testdata/profiles/tiny.yaml")
 			if err != nil {
 				t.Fatal(err)
 			}
-			p.NICEfficiency = tc.curve
 			p.Node.OrderedSends, p.Node.NetCPUCost = tc.ordered, tc.netCPU
 			got, err := BurstMakespan(context.Background(), p, tc.nodes, tc.frames, 1_000_000, tc.starts)
 			if err != nil {

@@ -128,13 +128,6 @@ type Cluster struct {
 	calls     int
 	links     []LinkID  // scratch
 	weights   []float64 // scratch: a send's FlowSpec.Weights
-	// fabric: the NIC links' efficiency by a phase's size
-	// (Profile.NICEfficiency). phases: the bytes each pipeline sends from
-	// one node to another in a run (a first pass records them with
-	// recordPhases), the size the efficiency is looked up at.
-	fabric       fabricCurve
-	phases       map[phaseKey]int64
-	recordPhases bool
 	// tables: the rows and op of the hash-build kernels per node, device
 	// and build pipeline — costmodel.TableBytes of them is the working set
 	// of the probes of that table.
@@ -471,8 +464,7 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 		return nil, fmt.Errorf("sim: profile %s: %w", p.Name, err)
 	}
 	c := &Cluster{prof: p, nodes: nodes, net: NewNet(),
-		sendFlows: map[uint64]int32{}, recvWait: map[uint64]recvHalf{}, tables: map[tableKey]builtTable{},
-		fabric: newFabricCurve(p.NICEfficiency)}
+		sendFlows: map[uint64]int32{}, recvWait: map[uint64]recvHalf{}, tables: map[tableKey]builtTable{}}
 	c.startGated = c.startHeld
 	n := &p.Node
 	c.topo = scheduler.Topology{Nodes: nodes, Devices: n.GPUs, SSDs: n.SSDs, NICs: n.NICs,
@@ -799,59 +791,22 @@ func (c *Cluster) sendFlow(t *scheduler.Task, ls []LinkID) ([]LinkID, FlowSpec, 
 		ls = append(ls, c.d2h[src][t.Device], c.h2d[dst][t.PeerDevice])
 	}
 	spec.Latency = p.NIC.Latency.Ns() + c.sendDelay[t.Tag]
-	nicWeight := 1.0
-	if src != dst && len(c.fabric) > 0 {
-		k := phaseKey{t.Pipeline, src, dst}
-		b, ok := c.phases[k]
-		switch {
-		case c.recordPhases:
-			c.phases[k] = b + t.Bytes
-		case ok:
-			nicWeight = 1 / c.fabric.at(float64(b))
-		default: // not seen in the first pass: a phase of its own
-			nicWeight = 1 / c.fabric.at(spec.Size)
-		}
-	}
-	cost := nd.NetCPUCost
-	if (cost > 0 || nicWeight != 1) && src != dst {
-		// A fabric less efficient than its links at this size holds the
-		// network's links longer; the network stack runs on the hosts'
-		// cores: the sender's and the receiver's, one host twice over on
-		// a shared machine.
+	if cost := nd.NetCPUCost; cost > 0 && src != dst {
+		// The network stack runs on the hosts' cores: the sender's and
+		// the receiver's, one host twice over on a shared machine.
 		w := c.weights[:0]
-		for _, l := range ls {
-			if c.isNetLink(l) {
-				w = append(w, nicWeight)
-			} else {
-				w = append(w, 1)
-			}
+		for range ls {
+			w = append(w, 1)
 		}
-		if cost > 0 {
-			if c.host[src] == c.host[dst] {
-				ls, w = append(ls, c.host[src]), append(w, 2*cost)
-			} else {
-				ls, w = append(ls, c.host[src], c.host[dst]), append(w, cost, cost)
-			}
+		if c.host[src] == c.host[dst] {
+			ls, w = append(ls, c.host[src]), append(w, 2*cost)
+		} else {
+			ls, w = append(ls, c.host[src], c.host[dst]), append(w, cost, cost)
 		}
 		c.weights = w
 		spec.Weights = w
 	}
 	return ls, spec, nil
-}
-
-// phaseKey names one pipeline's sends from one node to another.
-type phaseKey struct {
-	pipeline int32
-	src, dst int32
-}
-
-// isNetLink reports whether l is a NIC port or a switch link.
-func (c *Cluster) isNetLink(l LinkID) bool {
-	switch c.info[l].Kind {
-	case LinkNICOut, LinkNICIn, LinkSwitchUp, LinkSwitchDown:
-		return true
-	}
-	return false
 }
 
 // Next implements scheduler.Backend: it advances virtual time to the next

@@ -3,7 +3,6 @@ package sim
 import (
 	"context"
 	"errors"
-	"math"
 	"strings"
 	"testing"
 
@@ -781,77 +780,5 @@ func TestProfileColocationExemptInvalid(t *testing.T) {
 	p.Node.ColocationExempt, p.Node.Colocation = []string{"agg-final"}, 0
 	if err := p.Validate(); err == nil || !strings.Contains(err.Error(), "needs node.colocation") {
 		t.Errorf("no co-location: error %v", err)
-	}
-}
-
-// TestSimulateFabricEfficiency: q9 on 4 nodes of the tiny profile. A
-// curve of one point at 1 changes nothing; one point at 0.5 is the NIC at
-// half its bandwidth (every send crosses nodes, no network CPU); a curve
-// that falls from 1 at 1 KiB to 0.5 at 1 GiB prices q9's phases (of
-// tens to hundreds of KiB) in between. (That a phase is priced at its
-// whole size, not its sends' own: TestBurstMakespan.)
-func TestSimulateFabricEfficiency(t *testing.T) {
-	tables, err := plan.TPCHStats(0.1, DefaultChunkRows)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl, err := queries.Build("q9", 0.1, tables)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pol, err := scheduler.NewPolicy("overlap", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	run := func(slower float64, curve []FabricPoint) int64 {
-		t.Helper()
-		p, err := LoadProfile("testdata/profiles/tiny.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.NIC.Bandwidth = costmodel.Rate(float64(p.NIC.Bandwidth) / slower)
-		p.NICEfficiency = curve
-		rep, err := Simulate(context.Background(), pl, p, 4, pol, nil, 0, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return rep.MakespanNs
-	}
-	base, half := run(1, nil), run(2, nil)
-	if !(half > base) {
-		t.Fatalf("half the NIC bandwidth: %d ns, the full %d: the test needs a query the network slows", half, base)
-	}
-	if got := run(1, []FabricPoint{{1 << 20, 1}}); got != base {
-		t.Errorf("a curve at 1: %d ns, without one %d", got, base)
-	}
-	if got := run(1, []FabricPoint{{1 << 20, 0.5}}); got != half {
-		t.Errorf("a curve at 0.5: %d ns, the NIC at half its bandwidth %d", got, half)
-	}
-	if got := run(1, []FabricPoint{{1 << 10, 1}, {1 << 30, 0.5}}); !(got > base && got < half) {
-		t.Errorf("a curve from 1 to 0.5: %d ns, want between %d and %d", got, base, half)
-	}
-}
-
-// TestProfileFabricInvalid: nic_efficiency points must have positive
-// sizes, each once, and efficiencies in (0, 1]; the error names the point.
-func TestProfileFabricInvalid(t *testing.T) {
-	for _, tc := range []struct {
-		pts  []FabricPoint
-		want string
-	}{
-		{[]FabricPoint{{0, 0.5}}, "nic_efficiency[0]: pair_bytes 0"},
-		{[]FabricPoint{{1 << 20, 0.5}, {2 << 20, 1.5}}, "nic_efficiency[1]: efficiency 1.5"},
-		{[]FabricPoint{{1 << 20, 0}}, "efficiency 0 outside"},
-		{[]FabricPoint{{1 << 20, math.NaN()}}, "efficiency NaN outside"},
-		{[]FabricPoint{{1 << 20, 0.5}, {1 << 20, 0.6}}, "nic_efficiency[1]: pair_bytes 1048576 given twice"},
-	} {
-		p, err := LoadProfile("testdata/profiles/tiny.yaml")
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.NICEfficiency = tc.pts
-		if err := p.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
-			t.Errorf("%v: err %v, want %q", tc.pts, err, tc.want)
-		}
 	}
 }

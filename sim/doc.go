@@ -11,10 +11,7 @@
 // receives its max-min fair share of every link it crosses (progressive
 // filling; weighted where a unit of its rate uses more or less than a
 // unit of a link, as a send uses a host's cores for its TCP stack:
-// node.net_cpu_cost, or the NIC ports at 1/e of a fabric efficiency e by
-// the size of the exchange: nic_efficiency, looked up at the bytes the
-// send's pipeline moves from its node to the other in the run, which a
-// first pass finds), recomputed only when flows join or leave and only
+// node.net_cpu_cost), recomputed only when flows join or leave and only
 // over the connected component they touch, once per instant. An SSD's capacity
 // follows its queue-depth curve, and with nvme.completion batch it reports
 // a read done only when it runs out of work (every read of a busy period

@@ -36,10 +36,6 @@ type Profile struct {
 	// NIC is one NIC port, per direction (egress and ingress are separate
 	// links of this bandwidth).
 	NIC costmodel.Transfer `yaml:"nic"`
-	// NICEfficiency, when given, is the share of NIC.Bandwidth a transfer
-	// between nodes moves at, by its size (FabricPoint): a send of b bytes
-	// occupies the NIC links as b/e(b) bytes would.
-	NICEfficiency []FabricPoint `yaml:"nic_efficiency,omitempty"`
 	// NICLineRate, when positive, is the rate of a NIC port (per
 	// direction) where its transfers do not converge from several
 	// senders: every egress port, and an ingress port one transfer alone
@@ -360,5 +356,5 @@ func (p *Profile) Validate() error {
 	if err := p.NICPort.validate(); err != nil {
 		return fmt.Errorf("nic_port: %w", err)
 	}
-	return validateFabric(p.NICEfficiency)
+	return nil
 }

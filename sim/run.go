@@ -77,21 +77,6 @@ type SimOptions struct {
 // Simulate runs plan p under pol on nodes nodes of prof and reports. sink,
 // if non-nil, receives every completed task's event.
 func Simulate(ctx context.Context, p *plan.Plan, prof *Profile, nodes int, pol scheduler.Policy, sink scheduler.TraceSink, jitter float64, seed uint64) (*Report, error) {
-	var phases map[phaseKey]int64
-	if len(prof.NICEfficiency) > 0 && nodes > 1 {
-		// A first pass finds each phase's bytes: the sizes a send's
-		// fabric efficiency is looked up at.
-		c, err := NewCluster(prof, nodes)
-		if err != nil {
-			return nil, err
-		}
-		c.phases, c.recordPhases = map[phaseKey]int64{}, true
-		c.SetPlacement(p)
-		if _, err := scheduler.Run(ctx, p, pol, c, nil); err != nil {
-			return nil, fmt.Errorf("sim: %s on %d x %s under %s: %w", p.Name, nodes, prof.Name, pol.Name(), err)
-		}
-		phases = c.phases
-	}
 	c, err := NewCluster(prof, nodes)
 	if err != nil {
 		return nil, err
@@ -99,7 +84,6 @@ func Simulate(ctx context.Context, p *plan.Plan, prof *Profile, nodes int, pol s
 	if jitter > 0 {
 		c.SetJitter(jitter, seed)
 	}
-	c.phases = phases
 	c.SetPlacement(p)
 	res, err := scheduler.Run(ctx, p, pol, c, sink)
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	calcluster "gostachio/calibrate/cluster"
 	"gostachio/engine/cluster"
 	"gostachio/internal/units"
 	"gostachio/plan"
@@ -134,7 +135,7 @@ func newExchangePeerCmd() *cobra.Command {
 }
 
 func newBenchFabricCmd(g *globals) *cobra.Command {
-	var o cluster.FabricBenchOptions
+	var o calcluster.FabricBenchOptions
 	var link, frame, pairBytes, from string
 	cmd := &cobra.Command{
 		Use:   "bench-fabric --link RATE [--nodes 4] [--profile DERIVED.yaml]",
@@ -151,7 +152,7 @@ simulator takes as long for the same burst (of the bandwidth as written: a
 profile bench-sim wrote carries its launch's share already). bench-sim makes
 this measurement before its runs (--fabric-efficiency 0, the default).
 --pair-bytes measures bursts of several sizes (the fabric's efficiency by the
-size of an exchange, as bench-sim --fabric-sizes) and prints them as a table;
+size of an exchange) and prints them as a table;
 --from fits bursts saved with --json against --profile without measuring.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -160,7 +161,7 @@ size of an exchange, as bench-sim --fabric-sizes) and prints them as a table;
 					return fmt.Errorf("cluster: bench-fabric --from refits saved bursts: it needs --profile")
 				}
 				return tableOrJSON(c, g, func(out io.Writer) (any, error) {
-					return cluster.RefitFabric(c.Context(), o.Profile, strings.Split(from, ","), out)
+					return calcluster.RefitFabric(c.Context(), o.Profile, strings.Split(from, ","), out)
 				})
 			}
 			var err error
@@ -185,9 +186,9 @@ size of an exchange, as bench-sim --fabric-sizes) and prints them as a table;
 				if err != nil {
 					return err
 				}
-				return tableOrJSON(c, g, func(out io.Writer) (any, error) { return cluster.BenchFabricSweep(c.Context(), o, sizes, out) })
+				return tableOrJSON(c, g, func(out io.Writer) (any, error) { return calcluster.BenchFabricSweep(c.Context(), o, sizes, out) })
 			}
-			return tableOrJSON(c, g, func(out io.Writer) (any, error) { return cluster.BenchFabric(c.Context(), o, out) })
+			return tableOrJSON(c, g, func(out io.Writer) (any, error) { return calcluster.BenchFabric(c.Context(), o, out) })
 		},
 	}
 	f := cmd.Flags()
@@ -195,7 +196,7 @@ size of an exchange, as bench-sim --fabric-sizes) and prints them as a table;
 	f.StringVar(&pairBytes, "pair-bytes", "", "sweep: comma-separated bytes each worker sends to each other per burst, one measurement each, in frames of at most --frame (--frames ignored)")
 	f.StringVar(&link, "link", "", "every worker's link, RATE[,DELAY][,queue=SIZE]")
 	f.IntVar(&o.Nodes, "nodes", 4, "workers")
-	f.IntVar(&o.Frames, "frames", cluster.DefaultBurstFrames, "frames each worker sends to each other per round")
+	f.IntVar(&o.Frames, "frames", calcluster.DefaultBurstFrames, "frames each worker sends to each other per round")
 	f.StringVar(&frame, "frame", "384KiB", "payload of one frame")
 	f.IntVar(&o.Streams, "streams", 4, "sends in flight per peer")
 	f.IntVar(&o.Rounds, "rounds", 7, "timed rounds")
@@ -222,7 +223,7 @@ func newBurstPeerCmd() *cobra.Command {
 	f := cmd.Flags()
 	f.IntVar(&o.Rank, "rank", 0, "this worker's index in --peers")
 	f.StringVar(&peers, "peers", "", "every worker's data address (host:port), comma-separated, by rank")
-	f.IntVar(&o.Frames, "frames", cluster.DefaultBurstFrames, "frames to each other worker per round")
+	f.IntVar(&o.Frames, "frames", calcluster.DefaultBurstFrames, "frames to each other worker per round")
 	f.Int64Var(&o.FrameBytes, "frame", 384<<10, "payload bytes of one frame")
 	f.IntVar(&o.Streams, "streams", 4, "sends in flight per peer")
 	return cmd
@@ -231,30 +232,23 @@ func newBurstPeerCmd() *cobra.Command {
 func newColocatePeerCmd() *cobra.Command {
 	var d time.Duration
 	var threads int
-	var work cluster.ColocationWork
-	var queries string
 	cmd := &cobra.Command{
 		Use:    "colocate-peer",
 		Short:  "One process of bench-sim's co-location measurement (started by it)",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
-			if work.Data != "" {
-				work.Queries = strings.Split(queries, ",")
-			}
-			return cluster.RunColocatePeer(c.Context(), d, threads, work, os.Stdin, c.OutOrStdout())
+			return calcluster.RunColocatePeer(c.Context(), d, threads, os.Stdin, c.OutOrStdout())
 		},
 	}
 	cmd.Flags().DurationVar(&d, "duration", 2*time.Second, "length of the kernel loop")
 	cmd.Flags().IntVar(&threads, "threads", 0, "kernel loops at once (0: one per core)")
-	cmd.Flags().StringVar(&work.Data, "data", "", "run the leading operators of --queries' scan pipelines on this dataset instead of the hash loop")
-	cmd.Flags().StringVar(&queries, "queries", "q3,q5,q9,q18", "with --data: the queries")
 	return cmd
 }
 
 func newBenchSimCmd(g *globals) *cobra.Command {
-	var o cluster.SimBenchOptions
-	var link, qs, exempt, colocationFrom, fabricFrom, fabricSizes, taxQueries string
+	var o calcluster.SimBenchOptions
+	var link, qs, exempt, colocationFrom, fabricFrom, taxQueries string
 	var launches int
 	var within float64
 	cmd := &cobra.Command{
@@ -357,13 +351,8 @@ the rows of separate runs.`,
 			if o.Profile == "" {
 				o.Profile = localProfilePath()
 			}
-			if fabricSizes != "none" && fabricSizes != "" {
-				if o.FabricSizes, err = parseSizes("bench-sim --fabric-sizes", fabricSizes); err != nil {
-					return err
-				}
-			}
 			return tableOrJSON(c, g, func(out io.Writer) (any, error) {
-				rows, _, err := cluster.BenchSimLaunches(c.Context(), o, launches, within, out, c.ErrOrStderr())
+				rows, _, err := calcluster.BenchSimLaunches(c.Context(), o, launches, within, out, c.ErrOrStderr())
 				return rows, err
 			})
 		},
@@ -376,26 +365,23 @@ the rows of separate runs.`,
 	f.StringVar(&qs, "query", "q3,q5,q9,q18", "queries")
 	f.IntVar(&o.Reps, "reps", 9, "timed runs of each query on the cluster (the median counts; 6 or more give its 95% interval)")
 	f.IntVar(&o.Warmup, "warmup", 2, "untimed runs of each query first, on the same workers (their heaps warm up)")
-	f.StringVar(&o.Order, "order", cluster.OrderInterleaved, "run layout: interleaved (rounds of every query, shuffled per round) or grouped (each query's runs back to back)")
+	f.StringVar(&o.Order, "order", calcluster.OrderInterleaved, "run layout: interleaved (rounds of every query, shuffled per round) or grouped (each query's runs back to back)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the interleaved order")
 	f.StringVar(&o.Profile, "profile", "", "calibrated profile the simulated one derives from "+localProfileHelp)
-	f.StringVar(&o.ProfileOut, "profile-out", "netns-cluster.yaml", "where to write the derived profile")
+	f.StringVar(&o.ProfileOut, "profile-out", "out/netns-cluster.yaml", "where to write the derived profile (its folder is made)")
 	f.Float64Var(&o.FabricEfficiency, "fabric-efficiency", 0, "share of the link's TCP payload rate a port moves in all-to-all exchanges (0: measure it first with bursts, as bench-fabric; 1: the full rate)")
-	f.StringVar(&fabricSizes, "fabric-sizes", "none", "bytes per pair of workers of the bursts that measure the fabric's efficiency by the size of an exchange (e.g. "+sizeList(cluster.DefaultFabricSizes)+"): the simulator then prices each pipeline's sends from one worker to another at the efficiency of their total; none: one efficiency for every exchange")
 	f.DurationVar(&o.Latency, "latency", 15*time.Microsecond, "simulated NIC latency when the delay is not emulated (0: the --link delay)")
 	f.Float64Var(&o.Colocation, "colocation", 0, "share of the cores' single-process speed the workers get together (0: measure it first; 1: none lost)")
 	f.DurationVar(&o.ColocationDuration, "colocation-duration", time.Second, "length of each co-location measurement")
-	f.IntVar(&o.ColocationRounds, "colocation-rounds", cluster.DefaultColocationRounds, "co-location rounds, each one process and then --nodes processes (their ratios' median counts)")
-	f.BoolVar(&o.KeepCorun, "keep-corun", false, "keep the profile's node.corun (kernels beside kernels in one process) in the derived profile; left out by default: the co-location measured here stands for all the workers lose sharing the machine")
-	f.StringVar(&exempt, "colocation-exempt", strings.Join(cluster.DefaultColocationExempt, ","), "operator kinds that lose nothing to co-location (node.colocation_exempt: their price is scaled by the co-location, so they run at one-process speed when every worker runs a kernel); none: every kind loses it")
+	f.IntVar(&o.ColocationRounds, "colocation-rounds", calcluster.DefaultColocationRounds, "co-location rounds, each one process and then --nodes processes (their ratios' median counts)")
+	f.StringVar(&exempt, "colocation-exempt", strings.Join(calcluster.DefaultColocationExempt, ","), "operator kinds that lose nothing to co-location (node.colocation_exempt: their price is scaled by the co-location, so they run at one-process speed when every worker runs a kernel); none: every kind loses it")
 	f.StringVar(&colocationFrom, "colocation-from", "", "comma-separated --json outputs of earlier bench-sim launches on this machine: their co-location rounds are pooled with this launch's, and the profile's co-location is the median of them all (one launch's 18 rounds are noisy)")
 	f.StringVar(&fabricFrom, "fabric-from", "", "comma-separated --json outputs of earlier bench-sim launches on this machine: their all-to-all burst rounds on the same --link (and of the same shape) are pooled with this launch's, and the fabric's share is fitted to the median of them all (one launch's 7 rounds are noisy); other links' files are skipped")
-	f.BoolVar(&o.ColocationQueries, "colocation-queries", false, "measure the co-location on the leading operators of the queries' scan pipelines instead of the hash loop (and the loop's too, as colocation_loop)")
 	f.Float64Var(&o.NetCPUCost, "net-cpu-cost", 0, "ns of a core the network stack spends per byte at each end (0: measure it first on --link; negative: none)")
 	f.DurationVar(&o.NetCPUDuration, "net-cpu-duration", 3*time.Second, "length of the network CPU measurement's long runs (the short ones run a third of it)")
 	f.Float64Var(&o.CPUTax, "cpu-tax", 0, "cores the workers take beside the model while a query runs (node.cpu_tax; 0: measure it first, the workers' CPU time less one process's on --tax-queries, per second of their runs; negative: none)")
-	f.StringVar(&taxQueries, "tax-queries", strings.Join(cluster.DefaultTaxQueries, ","), "queries the cpu tax is measured on (none of --query: the tax is not fitted to the runs it prices)")
-	f.StringVar(&o.NetCPUFrom, "net-cpu-from", cluster.NetCPUSoftirq, "which figure of the network CPU measurement prices the network: softirq (the machine's interrupt time while the stream runs) or busy (its whole busy time)")
+	f.StringVar(&taxQueries, "tax-queries", strings.Join(calcluster.DefaultTaxQueries, ","), "queries the cpu tax is measured on (none of --query: the tax is not fitted to the runs it prices)")
+	f.StringVar(&o.NetCPUFrom, "net-cpu-from", calcluster.NetCPUSoftirq, "which figure of the network CPU measurement prices the network: softirq (the machine's interrupt time while the stream runs) or busy (its whole busy time)")
 	f.IntVar(&launches, "launches", 1, "whole measurements to run and pool (each its own seed, profile, co-location and network cost)")
 	f.Float64Var(&within, "within", 0.10, "the |error| bound the pooled summary counts cases and launches within (0.10: 10%)")
 	f.BoolVar(&o.RescaleCPU, "rescale-cpu", false, "time the CPU reference on rank 0 after every run and scale the simulator's host prices by its drift since calibration (as validate --rescale-cpu)")
@@ -418,7 +404,7 @@ its query's median over the other launches. That spread is what a prediction
 blind to a launch's own conditions is up against on this machine.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(c *cobra.Command, files []string) error {
-			return tableOrJSON(c, g, func(out io.Writer) (any, error) { return cluster.PoolLaunches(files, within, out) })
+			return tableOrJSON(c, g, func(out io.Writer) (any, error) { return calcluster.PoolLaunches(files, within, out) })
 		},
 	}
 	cmd.Flags().Float64Var(&within, "within", 0.10, "the |error| bound cases and launches are counted within (0.10: 10%)")
@@ -479,13 +465,4 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
-}
-
-// sizeList writes sizes as a --fabric-sizes list (KiB).
-func sizeList(sizes []int64) string {
-	parts := make([]string, len(sizes))
-	for i, b := range sizes {
-		parts[i] = fmt.Sprintf("%dKiB", b>>10)
-	}
-	return strings.Join(parts, ",")
 }

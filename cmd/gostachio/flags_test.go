@@ -36,8 +36,6 @@ func TestFlagsRejected(t *testing.T) {
 		{[]string{"validate-reference", "--data", "/nonexistent", "--block", "-1s"}, "--block -1"},
 		{[]string{"validate-reference", "--data", "/nonexistent", "--warmup", "-1"}, "--warmup -1"},
 		{[]string{"cluster", "bench-sim", "--data", "/nonexistent", "--link", "1Gbit", "--net-cpu-from", "x"}, "--net-cpu-from \"x\""},
-		{[]string{"cluster", "bench-sim", "--data", "/nonexistent", "--link", "1Gbit", "--fabric-sizes", "64KiB,0"}, `--fabric-sizes "0": want a positive size`},
-		{[]string{"cluster", "bench-sim", "--data", "/nonexistent", "--link", "1Gbit", "--fabric-sizes", "64KiB", "--fabric-efficiency", "0.5"}, "--fabric-sizes measures the fabric's efficiency by size: not with --fabric-efficiency 0.5"},
 		{[]string{"validate-reprice", "--data", "/nonexistent", "/nonexistent-out"}, "profiles"},
 		{[]string{"validate-reprice", "--data", "/nonexistent", "--profiles", "devbox", "/nonexistent-out"}, "/nonexistent-out/validations.jsonl: not found"},
 	} {

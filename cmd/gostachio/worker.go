@@ -1,10 +1,12 @@
 package main
 
 import (
+	"os"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	calcluster "gostachio/calibrate/cluster"
 	"gostachio/engine/cluster"
 )
 
@@ -12,6 +14,7 @@ func init() { commands = append(commands, newWorkerCmd) }
 
 func newWorkerCmd(g *globals) *cobra.Command {
 	var o cluster.WorkerOptions
+	var ro calcluster.ReferenceOptions
 	var rf *runFlags
 	cmd := &cobra.Command{
 		Use:   "worker --data DIR [--query q1|all ...]",
@@ -39,6 +42,17 @@ by them).`,
 			if err := rf.resolve(g); err != nil {
 				return err
 			}
+			// The references are rank 0's; an environment without a rank
+			// is RunWorker's error to report.
+			if rv, err := cluster.FromEnv(os.Getenv); err == nil {
+				ro.Data, ro.IO, ro.Buffered = o.Data, o.IO, o.Buffered
+				refs, err := calcluster.OpenReferences(ro, rv.Rank)
+				if err != nil {
+					return err
+				}
+				defer refs.Close()
+				o.BetweenQueries = refs.Hook()
+			}
 			return cluster.RunWorker(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}
@@ -46,9 +60,9 @@ by them).`,
 	rf = addRunFlags(f, &o.RunOptions, true)
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Second, "fail the run when a worker is silent or a transfer stalls this long")
 	f.StringVar(&o.Transport, "transport", "tcp", "exchange transport: tcp, or rdma (needs a binary built with -tags rdma: make build-rdma)")
-	f.IntVar(&o.ReferenceEvery, "cpu-reference-every", 0, "rank 0 times the CPU reference after every N-th query, while the others wait (0: never)")
-	f.IntVar(&o.DiskReferenceEvery, "disk-reference-every", 0, "rank 0 times the disk reference (128 MiB of lineitem in --disk-reference-profile's requests) after every N-th query, while the others wait (0: never)")
-	f.StringVar(&o.DiskReferenceProfile, "disk-reference-profile", "", "profile (name or .yaml) whose storage model (nvme.request, nvme.device_qd) shapes the disk reference's reads")
+	f.IntVar(&ro.CPUEvery, "cpu-reference-every", 0, "rank 0 times the CPU reference after every N-th query, while the others wait (0: never)")
+	f.IntVar(&ro.DiskEvery, "disk-reference-every", 0, "rank 0 times the disk reference (128 MiB of lineitem in --disk-reference-profile's requests) after every N-th query, while the others wait (0: never)")
+	f.StringVar(&ro.DiskProfile, "disk-reference-profile", "", "profile (name or .yaml) whose storage model (nvme.request, nvme.device_qd) shapes the disk reference's reads")
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }

@@ -133,9 +133,9 @@ func RunExchangePeer(ctx context.Context, o ExchangePeerOptions, stdin io.Reader
 }
 
 // benchBatch is a batch of four int64 columns of about n bytes
-// (benchBatchBytes exactly).
+// (BenchFrameBytes exactly).
 func benchBatch(n int64) *cpu.Batch {
-	rows := int(benchBatchBytes(n) / 32)
+	rows := int(BenchFrameBytes(n) / 32)
 	b := &cpu.Batch{Rows: rows}
 	for c := range 4 {
 		v := make([]int64, rows)
@@ -193,7 +193,7 @@ func BenchExchange(ctx context.Context, o ExchangeBenchOptions, w io.Writer) ([]
 	lo.addrs = [2]string{"127.0.0.1", "127.0.0.1"}
 	paths = append(paths, lo)
 	if o.Netns {
-		nn, err := newNetnsPair(o.Link)
+		nn, err := NewNetnsPair(o.Link)
 		if err != nil {
 			return nil, err
 		}
@@ -215,7 +215,7 @@ func BenchExchange(ctx context.Context, o ExchangeBenchOptions, w io.Writer) ([]
 				return rows, fmt.Errorf("cluster: iperf3 on %s: %w", p.name, err)
 			}
 			row.Iperf3 = append(row.Iperf3, bps)
-			res, err := runExchangePair(ctx, o, p.addrs, port+1000, p.cmd)
+			res, err := RunExchangePair(ctx, o, p.addrs, port+1000, p.cmd)
 			if err != nil {
 				return rows, fmt.Errorf("cluster: exchange on %s: %w", p.name, err)
 			}
@@ -252,9 +252,9 @@ func streamDefaults(d *time.Duration, rounds, streams *int, frame *int64, frameD
 	}
 }
 
-// newNetnsPair makes two namespaces joined by a bridge, shaped as link,
-// under a fresh run id.
-func newNetnsPair(link Link) (*Netns, error) {
+// NewNetnsPair makes two namespaces joined by a bridge, shaped as link,
+// under a fresh run id (root and iproute2 needed); the caller closes it.
+func NewNetnsPair(link Link) (*Netns, error) {
 	id, err := NewNetnsID()
 	if err != nil {
 		return nil, err
@@ -301,9 +301,12 @@ func runIperf3(ctx context.Context, addrs [2]string, port int, d time.Duration,
 	}
 }
 
-// runExchangePair runs the two exchange peers and returns the sender's
+// RunExchangePair runs the two sides of `Exe cluster exchange-peer` for
+// o.Duration (o.Streams sends of o.FrameBytes in flight), the receiver at
+// addrs[1] and the sender at addrs[0], on ports port and port+1, each
+// started by mk (side 0 or 1: e.g. Netns.Exec), and returns the sender's
 // measurement.
-func runExchangePair(ctx context.Context, o ExchangeBenchOptions, addrs [2]string, port int,
+func RunExchangePair(ctx context.Context, o ExchangeBenchOptions, addrs [2]string, port int,
 	mk func(side int, name string, args ...string) *exec.Cmd) (ExchangePeerResult, error) {
 	var res ExchangePeerResult
 	ep := [2]string{net.JoinHostPort(addrs[0], strconv.Itoa(port)), net.JoinHostPort(addrs[1], strconv.Itoa(port+1))}
@@ -348,6 +351,7 @@ func runExchangePair(ctx context.Context, o ExchangeBenchOptions, addrs [2]strin
 	return res, errors.New("sender printed no result")
 }
 
-// benchBatchBytes is the size of benchBatch(n): whole rows of four int64
+// BenchFrameBytes is the payload of a benchmark frame of about n bytes
+// as the exchange and burst peers send it: whole rows of four int64
 // columns, at least one.
-func benchBatchBytes(n int64) int64 { return max(n/32, 1) * 32 }
+func BenchFrameBytes(n int64) int64 { return max(n/32, 1) * 32 }

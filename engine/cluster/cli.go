@@ -17,7 +17,6 @@ import (
 	"time"
 
 	"gostachio/engine"
-	"gostachio/internal/cpuref"
 	"gostachio/internal/units"
 	"gostachio/scheduler"
 	"gostachio/traces"
@@ -36,29 +35,40 @@ type WorkerOptions struct {
 	Transport string
 	// Getenv reads the launcher's environment (nil: os.Getenv).
 	Getenv func(string) string
-	// ReferenceEvery > 0 has rank 0 time the CPU reference (cpuref.Ns)
-	// after every ReferenceEvery-th query, while the other workers wait
-	// for the next one; its time goes with that query's result
-	// (cpu_reference_ns in --format json, a "cpu reference" line on
-	// stderr). It tells how fast the machine ran beside the queries
-	// (`cluster bench-sim --rescale-cpu`).
-	ReferenceEvery int
-	// DiskReferenceEvery > 0 has rank 0 time the disk reference
-	// (diskref.Time: DiskReferenceProfile's requests at its depth over
-	// the dataset's lineitem file, with a reader of the queries' --io)
-	// after every DiskReferenceEvery-th query, after the CPU reference
-	// where both are timed; its time goes with that query's result
-	// (disk_reference_ns in --format json, a "disk reference" line on
-	// stderr). It tells how fast the disk ran beside the queries
-	// (`cluster bench-sim --rescale-disk`).
-	DiskReferenceEvery int
-	// DiskReferenceProfile is the profile (name or .yaml) whose storage
-	// model shapes the disk reference's stream (nvme.request bytes,
-	// nvme.device_qd deep).
-	DiskReferenceProfile string
-	// diskReferenceBytes is what one disk reference reads (0: diskref.Bytes;
-	// tests read less, from a small dataset).
-	diskReferenceBytes int64
+	// BetweenQueries, when set, is called on rank 0 between the queries
+	// (BetweenQueries' contract); nil: nothing runs between them.
+	BetweenQueries BetweenQueries
+}
+
+// BetweenQueries is a hook that rank 0 of `gostachio worker` runs after
+// each query: a measurement taken beside the queries on the same machine
+// and in the same minutes (calibrate/cluster's CPU and disk references
+// are such hooks).
+//
+// RunWorker calls it on rank 0 alone, once per query, in the job's order
+// and never concurrently: after the query's result has arrived and its
+// summary line is on stderr, before the result is printed and before the
+// next query starts, so that every other worker waits, idle, while it
+// runs. query is the query's name as run (the job's list may name a
+// query several times) and index its place in that list, from 0. The
+// measurements it returns go with that query's result: under their names
+// in --format json (no key when it returns none) and their notes on
+// stderr. An error ends the run: the workers are stopped, nothing more is
+// printed, and RunWorker returns the error; so does a measurement without
+// a name, named twice, or named as one of the result's own keys.
+type BetweenQueries func(ctx context.Context, query string, index int) ([]Measurement, error)
+
+// Measurement is one named figure a BetweenQueries hook took.
+type Measurement struct {
+	// Name is its key in the query's JSON result, e.g. cpu_reference_ns.
+	Name string
+	// Value is written as a JSON number (an integral value without a
+	// fraction or exponent, below 1e21).
+	Value float64
+	// Note, when not empty, is printed on stderr as a line of its own
+	// (e.g. "cpu reference: 12.345 ms"); a measurement without one is in
+	// the JSON result alone.
+	Note string
 }
 
 // RunWorker is `gostachio worker`: it finds its rank and rank 0 in the
@@ -91,36 +101,28 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 			return saveTrace(paths.Next(name), name, rv.World, o.Data, events)
 		}
 	}
-	if o.ReferenceEvery < 0 {
-		return fmt.Errorf("cluster: worker: --cpu-reference-every %d: want 0 (never) or more", o.ReferenceEvery)
-	}
-	disk, err := openDiskReference(ctx, o, rv.Rank)
-	if err != nil {
-		return err
-	}
-	defer disk.close()
 	var results []*engine.QueryResult
-	var refs []int64
-	var diskRefs []diskReading
+	var measured [][]Measurement
 	co.OnResult = func(r *engine.QueryResult) error {
 		fmt.Fprintf(stderr, "%s: %d rows in %.3f s on %d workers (policy %s, %d tasks, %d sends moving %s, read %s, peak intermediate %s per worker)\n",
 			r.Query, r.Batch.Rows, r.Wall.Seconds(), rv.World, r.Policy, r.Sched.Tasks, r.Sched.ByKind[scheduler.TaskSend],
 			units.FormatBytes(r.Sched.BytesByKind[scheduler.TaskSend]), units.FormatBytes(r.IOBytes), units.FormatBytes(r.PeakRetained))
-		var ref int64
-		if n := o.ReferenceEvery; n > 0 && (len(refs)+1)%n == 0 {
-			ref = cpuref.Ns()
-			fmt.Fprintf(stderr, "cpu reference: %.3f ms\n", float64(ref)/1e6)
-		}
-		refs = append(refs, ref)
-		var dr diskReading
-		if n := o.DiskReferenceEvery; n > 0 && disk != nil && len(diskRefs)%n == n-1 {
+		var ms []Measurement
+		if o.BetweenQueries != nil {
 			var err error
-			if dr, err = disk.time(ctx); err != nil {
+			if ms, err = o.BetweenQueries(ctx, r.Query, len(measured)); err != nil {
 				return err
 			}
-			fmt.Fprintf(stderr, "disk reference: %.3f ms (%.3f GB/s)\n", float64(dr.ns)/1e6, float64(dr.bytes)/float64(dr.ns))
+			if err := checkMeasurements(ms); err != nil {
+				return fmt.Errorf("cluster: worker: between queries, after %s: %w", r.Query, err)
+			}
+			for _, m := range ms {
+				if m.Note != "" {
+					fmt.Fprintln(stderr, m.Note)
+				}
+			}
 		}
-		diskRefs = append(diskRefs, dr)
+		measured = append(measured, ms)
 		if o.Format == "json" {
 			results = append(results, r)
 			return nil
@@ -134,7 +136,7 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 		return err
 	}
 	if o.Format == "json" && rv.Rank == 0 {
-		return writeJSON(stdout, results, refs, diskRefs)
+		return writeJSON(stdout, results, measured)
 	}
 	return nil
 }
@@ -166,33 +168,70 @@ type jsonResult struct {
 	IOBytes   int64      `json:"io_bytes"`
 	PeakData  int64      `json:"peak_intermediate_bytes"`
 	SentBytes int64      `json:"sent_bytes"`
-	// ReferenceNs is the CPU reference timed after this query
-	// (WorkerOptions.ReferenceEvery; 0: not timed).
-	ReferenceNs int64 `json:"cpu_reference_ns,omitempty"`
-	// DiskReferenceNs is the time the disk reference took after this
-	// query, reading DiskReferenceBytes (WorkerOptions.DiskReferenceEvery;
-	// 0: not timed).
-	DiskReferenceNs    int64 `json:"disk_reference_ns,omitempty"`
-	DiskReferenceBytes int64 `json:"disk_reference_bytes,omitempty"`
 	// CPUNs is the CPU time every worker's process used during the run,
 	// summed (engine.QueryResult.CPUNs; omitted when a worker's is
 	// unknown).
 	CPUNs int64 `json:"cpu_ns,omitempty"`
+	// Measurements are what WorkerOptions.BetweenQueries took after this
+	// query, written after the fields above under their own names.
+	Measurements []Measurement `json:"-"`
 }
 
-// writeJSON prints the results, each with its CPU and disk reference
-// times from refs and diskRefs (each as long as rs, or nil).
-func writeJSON(w io.Writer, rs []*engine.QueryResult, refs []int64, diskRefs []diskReading) error {
+// resultKeys are jsonResult's own keys, which no measurement may take.
+var resultKeys = map[string]bool{"query": true, "policy": true, "columns": true, "rows": true, "seconds": true,
+	"tasks": true, "io_bytes": true, "peak_intermediate_bytes": true, "sent_bytes": true, "cpu_ns": true}
+
+// checkMeasurements says what is wrong with a hook's measurements' names.
+func checkMeasurements(ms []Measurement) error {
+	seen := make(map[string]bool, len(ms))
+	for _, m := range ms {
+		switch {
+		case m.Name == "":
+			return errors.New("a measurement without a name")
+		case resultKeys[m.Name]:
+			return fmt.Errorf("measurement %q: a key of the query's own result", m.Name)
+		case seen[m.Name]:
+			return fmt.Errorf("measurement %q given twice", m.Name)
+		}
+		seen[m.Name] = true
+	}
+	return nil
+}
+
+// MarshalJSON writes the result's fields, then its measurements.
+func (r jsonResult) MarshalJSON() ([]byte, error) {
+	type plain jsonResult // without this method
+	b, err := json.Marshal(plain(r))
+	if err != nil || len(r.Measurements) == 0 {
+		return b, err
+	}
+	b = b[:len(b)-1] // the closing brace
+	for _, m := range r.Measurements {
+		name, err := json.Marshal(m.Name)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(m.Value)
+		if err != nil {
+			return nil, fmt.Errorf("measurement %s: %w", m.Name, err)
+		}
+		b = append(append(append(append(b, ','), name...), ':'), v...)
+	}
+	return append(b, '}'), nil
+}
+
+var _ json.Marshaler = jsonResult{}
+
+// writeJSON prints the results, each with the measurements taken after it
+// (measured is as long as rs, or nil).
+func writeJSON(w io.Writer, rs []*engine.QueryResult, measured [][]Measurement) error {
 	out := make([]jsonResult, len(rs))
 	for i, r := range rs {
 		out[i] = jsonResult{Query: r.Query, Policy: r.Policy, Columns: r.Columns, Rows: r.Rows(),
 			Seconds: r.Wall.Seconds(), Tasks: r.Sched.Tasks, IOBytes: r.IOBytes, PeakData: r.PeakRetained,
 			SentBytes: r.Sched.BytesByKind[scheduler.TaskSend], CPUNs: max(r.CPUNs, 0)}
-		if i < len(refs) {
-			out[i].ReferenceNs = refs[i]
-		}
-		if i < len(diskRefs) {
-			out[i].DiskReferenceNs, out[i].DiskReferenceBytes = diskRefs[i].ns, diskRefs[i].bytes
+		if i < len(measured) {
+			out[i].Measurements = measured[i]
 		}
 	}
 	enc := json.NewEncoder(w)

@@ -69,7 +69,7 @@ type Job struct {
 	// recorded checksums (engine.BackendOptions.NoVerify).
 	NoVerify bool `json:"no_verify,omitempty"`
 	// Trace: every worker records its tasks and sends them to rank 0 at
-	// the end of each query (Options.OnTrace). [issue 9: traces]
+	// the end of each query (Options.OnTrace).
 	Trace bool `json:"trace,omitempty"`
 	// OpTimes: every worker times the operators its host runs
 	// (engine.OpTimes) and writes them, at the end of the job, to this
@@ -111,7 +111,6 @@ type Options struct {
 	// every worker before its result (traces.Event.Node is the rank), in
 	// nanoseconds since rank 0 started the query: the workers' wall clocks
 	// must agree (one machine, or NTP-synchronized hosts).
-	// [issue 9: traces]
 	OnTrace func(query string, events []traces.Event) error
 	// Log receives one-line notices; nil: discarded.
 	Log io.Writer
@@ -177,7 +176,6 @@ type message struct {
 	Stats *nodeStats              `json:"stats,omitempty"`
 	// trace (Q, Events, Origin: the wall clock, Unix ns, at which the
 	// events' times start); a worker's last ones precede its done.
-	// [issue 9: traces]
 	Events []traces.Event `json:"events,omitempty"`
 	Origin int64          `json:"origin,omitempty"`
 	// result is rank 0's own worker's result (never on the wire).
@@ -256,7 +254,7 @@ type session struct {
 	// hellos are accepted connections not yet joined (closed at teardown).
 	hellos map[net.Conn]bool
 	// qStart is the wall clock (Unix ns) at which the running query went;
-	// qTrace its tasks gathered so far. [issue 9: traces]
+	// qTrace its tasks gathered so far.
 	qStart int64
 	qTrace []traces.Event
 }
@@ -271,7 +269,6 @@ type query struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	// rec records the tasks (Job.Trace), timed from origin (Unix ns).
-	// [issue 9: traces]
 	rec    *traces.Recorder
 	origin int64
 
@@ -697,7 +694,6 @@ func (s *session) runQuery(q int) error {
 	}
 	if qs.rec != nil {
 		// In pieces well under the control plane's message limit.
-		// [issue 9: traces]
 		const piece = 20000
 		ev := qs.rec.Events
 		for len(ev) > 0 {
@@ -1045,7 +1041,7 @@ func (s *session) next(coord **scheduler.Coordinator, q int) (event, error) {
 			if err := s.links[m.D.Node].send(m); err != nil {
 				return ev, s.blame(int(m.D.Node), err)
 			}
-		case "trace": // [issue 9: traces]
+		case "trace":
 			if *coord == nil || m.Q != q {
 				return ev, s.blame(ev.rank, fmt.Errorf("protocol: unexpected trace of query %d", m.Q))
 			}
@@ -1182,7 +1178,7 @@ func (s *session) coordinate(job Job) error {
 			return s.blame(0, errors.New("no result"))
 		}
 		result.Wall = time.Since(start)
-		if job.Trace && s.o.OnTrace != nil { // [issue 9: traces]
+		if job.Trace && s.o.OnTrace != nil {
 			err := s.o.OnTrace(name, s.qTrace)
 			s.qTrace = nil
 			if err != nil {

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -376,86 +377,64 @@ func soloWorker(t *testing.T, queries string) WorkerOptions {
 		Timeout: 5 * time.Second, Getenv: func(k string) string { return env[k] }}
 }
 
-// runSoloWorker runs the worker o and returns its JSON results, which must
-// be n, and its stderr.
-func runSoloWorker(t *testing.T, o WorkerOptions, n int) ([]jsonResult, *bytes.Buffer) {
-	t.Helper()
+// TestWorkerBetweenQueries: rank 0 calls the hook once per query, in
+// order, with the query's name and index; its measurements go with that
+// query's JSON result under their names and their notes on stderr, and an
+// error from it, or a measurement it names badly, fails the run before
+// anything is printed.
+func TestWorkerBetweenQueries(t *testing.T) {
+	o := soloWorker(t, "q6,q14,q6")
+	var calls []string
+	o.BetweenQueries = func(_ context.Context, query string, index int) ([]Measurement, error) {
+		calls = append(calls, fmt.Sprintf("%s/%d", query, index))
+		if index != 1 {
+			return nil, nil
+		}
+		return []Measurement{{Name: "probe_ns", Value: 1234567, Note: "probe: 1.235 ms"}, {Name: "probe_bytes", Value: 4096}}, nil
+	}
 	var out, log bytes.Buffer
 	if err := RunWorker(context.Background(), o, &out, &log); err != nil {
 		t.Fatalf("%v\n%s", err, log.String())
 	}
-	var res []jsonResult
-	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res) != n {
-		t.Fatalf("%d results (%v), want %d: %s", len(res), err, n, out.String())
+	if want := []string{"q6/0", "q14/1", "q6/2"}; !slices.Equal(calls, want) {
+		t.Errorf("calls %v, want %v", calls, want)
 	}
-	return res, &log
-}
-
-// TestWorkerCPUReference: a worker of a world of one with
-// --cpu-reference-every 2 reports the CPU reference's time with every
-// second result of its JSON output, and with no other.
-func TestWorkerCPUReference(t *testing.T) {
-	o := soloWorker(t, "q6,q14,q6")
-	o.ReferenceEvery = 2
-	res, log := runSoloWorker(t, o, 3)
-	if res[0].ReferenceNs != 0 || res[1].ReferenceNs <= 0 || res[2].ReferenceNs != 0 {
-		t.Errorf("references %d, %d, %d: want one, after the second query", res[0].ReferenceNs, res[1].ReferenceNs, res[2].ReferenceNs)
+	var res []map[string]any
+	if err := json.Unmarshal(out.Bytes(), &res); err != nil || len(res) != 3 {
+		t.Fatalf("%d results (%v): %s", len(res), err, out.String())
 	}
-	if got := strings.Count(log.String(), "cpu reference: "); got != 1 {
-		t.Errorf("%d reference lines on stderr, want 1:\n%s", got, log.String())
+	if res[1]["probe_ns"] != 1234567.0 || res[1]["probe_bytes"] != 4096.0 || res[1]["query"] != "q14" {
+		t.Errorf("second result %v: want probe_ns 1234567 and probe_bytes 4096", res[1])
 	}
-	o.ReferenceEvery = -1
-	if err := RunWorker(context.Background(), o, io.Discard, log); err == nil || !strings.Contains(err.Error(), "--cpu-reference-every -1") {
-		t.Errorf("negative --cpu-reference-every: err %v", err)
+	if _, ok := res[0]["probe_ns"]; ok {
+		t.Errorf("first result %v carries the second's measurement", res[0])
 	}
-}
-
-// TestWorkerDiskReference: with --disk-reference-every 2 rank 0 reads the
-// disk reference after the second query, and that query's JSON result
-// carries its time; a dataset whose lineitem file cannot hold the
-// reference, and flags given without each other or negative, are errors
-// naming what is wrong, before any query runs.
-func TestWorkerDiskReference(t *testing.T) {
-	// The SF0.01 lineitem file is too small for a reference of 128 MiB:
-	// this one reads 4 MiB of it.
-	o := soloWorker(t, "q6,q14,q6")
-	o.DiskReferenceEvery, o.DiskReferenceProfile, o.diskReferenceBytes = 2, "devbox-xeon", 4<<20
-	res, log := runSoloWorker(t, o, 3)
-	if res[1].DiskReferenceBytes != 4<<20 {
-		t.Errorf("the disk reference read %d bytes, want 4 MiB", res[1].DiskReferenceBytes)
+	if !bytes.Contains(out.Bytes(), []byte(`"probe_ns": 1234567`)) {
+		t.Errorf("probe_ns not written as an integer: %s", out.String())
 	}
-	if res[0].DiskReferenceNs != 0 || res[1].DiskReferenceNs <= 0 || res[2].DiskReferenceNs != 0 || res[1].ReferenceNs != 0 {
-		t.Errorf("disk references %d, %d, %d (CPU %d): want one, after the second query, and no CPU reference",
-			res[0].DiskReferenceNs, res[1].DiskReferenceNs, res[2].DiskReferenceNs, res[1].ReferenceNs)
-	}
-	if got := strings.Count(log.String(), "disk reference: "); got != 1 {
-		t.Errorf("%d disk reference lines on stderr, want 1:\n%s", got, log.String())
-	}
-	// A reference that is not whole requests (devbox-xeon's are 1 MiB)
-	// reads whole requests, and says so.
-	o.Query, o.DiskReferenceEvery, o.diskReferenceBytes = "q6", 1, 4<<20+1
-	if res, _ := runSoloWorker(t, o, 1); res[0].DiskReferenceBytes != 5<<20 {
-		t.Errorf("a reference of 4 MiB + 1 byte read %d bytes, want 5 MiB", res[0].DiskReferenceBytes)
+	if got := strings.Count(log.String(), "probe: 1.235 ms\n"); got != 1 || strings.Contains(log.String(), "probe_bytes") {
+		t.Errorf("%d probe notes on stderr, want 1 and none for probe_bytes:\n%s", got, log.String())
 	}
 	for _, c := range []struct {
-		every   int
-		profile string
-		bytes   int64
-		want    string
+		hook BetweenQueries
+		want string
 	}{
-		{-1, "devbox-xeon", 4 << 20, "--disk-reference-every -1"},
-		{1, "", 4 << 20, "needs --disk-reference-profile"},
-		{0, "devbox-xeon", 4 << 20, "without --disk-reference-every"},
-		{1, "no-such-profile", 4 << 20, "--disk-reference-profile"},
-		{1, "devbox-xeon", 0, "SF 0.25"}, // the reference's 128 MiB
+		{func(context.Context, string, int) ([]Measurement, error) { return nil, errors.New("probe failed") }, "probe failed"},
+		{func(context.Context, string, int) ([]Measurement, error) { return []Measurement{{Value: 1}}, nil }, "without a name"},
+		{func(context.Context, string, int) ([]Measurement, error) {
+			return []Measurement{{Name: "seconds"}}, nil
+		}, `"seconds"`},
+		{func(context.Context, string, int) ([]Measurement, error) {
+			return []Measurement{{Name: "x"}, {Name: "x"}}, nil
+		}, "twice"},
 	} {
 		bad := o
-		bad.DiskReferenceEvery, bad.DiskReferenceProfile, bad.diskReferenceBytes = c.every, c.profile, c.bytes
+		bad.BetweenQueries = c.hook
 		var out bytes.Buffer
-		if err := RunWorker(context.Background(), bad, &out, log); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("every %d, profile %q, %d bytes: err %v, want it to name %q", c.every, c.profile, c.bytes, err, c.want)
+		if err := RunWorker(context.Background(), bad, &out, io.Discard); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("err %v, want it to name %q", err, c.want)
 		} else if out.Len() > 0 {
-			t.Errorf("every %d, profile %q: printed results before failing: %s", c.every, c.profile, out.String())
+			t.Errorf("%q: printed results before failing: %s", c.want, out.String())
 		}
 	}
 }

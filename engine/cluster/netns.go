@@ -47,7 +47,7 @@ type Link struct {
 	// and TCP then shares the port unevenly: three streams into one
 	// 100 Mbit/s port under the 250 KB default moved 9.7, 1.5 and 1.0 MB/s
 	// with 400–1100 retransmissions each, under 2.5 MB 3.5, 3.5 and 5.0
-	// MB/s with none (README, issue 9). The simulator prices what a queue
+	// MB/s with none (README). The simulator prices what a queue
 	// this small does to the exchange (nic_port: the transfers that find
 	// it full wait for TCP's probe timer; nic_line_rate), as bench-sim
 	// derives from the link; without those its links share max-min fairly
@@ -326,6 +326,21 @@ func (n *Netns) shape(ns, dev string) error {
 // ask for: two 64 KiB GSO segments.
 const minQueue = 128 << 10
 
+// tbfBurst is the bucket of a shaped veth end (shapeLink): 1 ms at the
+// rate, at least minQueue.
+func tbfBurst(l Link) int64 { return max(l.Rate/8/1000, minQueue) }
+
+// QueueBytes is the bytes a veth end shaped as l holds waiting for the
+// rate (tbf's limit): l.Queue, or what tc makes of "latency 20ms", the
+// rate times 20 ms plus the bucket. Only meaningful for a shaped link
+// (Rate > 0).
+func (l Link) QueueBytes() int64 {
+	if l.Queue > 0 {
+		return l.Queue
+	}
+	return l.Rate/8*20/1000 + tbfBurst(l)
+}
+
 // NetnsTCPSysctl is set in every namespace of an emulated cluster. By
 // default Linux restarts a TCP connection that was idle for a
 // retransmission timeout from its initial window (10 segments), a rule for
@@ -338,7 +353,7 @@ const minQueue = 128 << 10
 // moves bytes at the link's rate from the first one) and RDMA (no window)
 // have no such restart. Measured: bench-sim at 100 Mbit/s, two launches
 // each way alternating, q3 1.18–1.24 s → 1.13 s, q18 0.73–0.82 → 0.71 s
-// (README, issue 9).
+// (README).
 const NetnsTCPSysctl = "net.ipv4.tcp_slow_start_after_idle=0"
 
 // joinWarning appends warning w to the ones in ws.

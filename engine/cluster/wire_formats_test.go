@@ -24,8 +24,8 @@ import (
 	"gostachio/kernels/cpu"
 )
 
-// The issue asked for the TCP data plane to frame batches as an Arrow IPC
-// stream or over Arrow Flight (arrow-go), "chosen by measurement". These
+// The TCP data plane could frame batches as an Arrow IPC stream or send
+// them over Arrow Flight (arrow-go), to be chosen by measurement. These
 // are the two alternatives, wired as the engine would need them (its
 // batches are cpu.Batch, converted to Arrow records and back without
 // copying the column buffers), against the data plane it has

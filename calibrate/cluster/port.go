@@ -4,18 +4,20 @@ import (
 	"fmt"
 	"strconv"
 	"time"
+
+	ecluster "gostachio/engine/cluster"
 )
 
 // The emulated link's ports as the simulator sees them (sim.Profile's
 // nic_line_rate and nic_port), derived from the shaping alone.
 //
 // Every veth end is a tbf: a token bucket of burst bytes in front of a
-// drop-tail queue of limit bytes (shapeLink). The workers' TCP
+// drop-tail queue of limit bytes (ecluster.Link.QueueBytes). The workers' TCP
 // connections push into their own end's queue; a connection that starts
 // a transfer while the others' windows fill that queue has its first
 // segments dropped by the qdisc with nothing in flight, and waits for its
 // probe timer (Linux: the retransmission timeout, at least 200 ms) before
-// it moves. Measured on this machine (README, issue 9): `ss` in the
+// it moves. Measured on this machine (README): `ss` in the
 // workers' namespaces showed such connections in the persist timer with
 // 144–244 ms left at their first sighting, 3–10 times per query at
 // 100 Mbit/s under the default queue; all-to-all bursts of 208 KiB per pair
@@ -37,18 +39,6 @@ const gsoSegment = 64 << 10
 // tcpRTOMin is Linux's floor on the retransmission (and probe) timer.
 const tcpRTOMin = 200 * time.Millisecond
 
-// tbfLimit is the bytes a shaped veth end's queue holds: l.Queue, or what
-// tc makes of "latency 20ms": the rate times 20 ms plus the bucket.
-func tbfLimit(l Link) int64 {
-	if l.Queue > 0 {
-		return l.Queue
-	}
-	return l.Rate/8*20/1000 + tbfBurst(l)
-}
-
-// tbfBurst is the bucket of a shaped veth end (shapeLink).
-func tbfBurst(l Link) int64 { return max(l.Rate/8/1000, minQueue) }
-
 // lossyPort returns the nic_port lines of a cluster of nodes workers on
 // link l, and false where its ports cannot stall a transfer: an
 // all-to-all exchange puts at most nodes-1 transfers on a worker's port,
@@ -57,11 +47,11 @@ func tbfBurst(l Link) int64 { return max(l.Rate/8/1000, minQueue) }
 //	buffer = tbf limit + one 64 KiB segment
 //	stall  = 200 ms + limit / rate  (the probe timer: Linux's floor plus
 //	         the round trip of a connection whose packets wait in its full queue)
-func lossyPort(l Link, nodes int) (string, bool) {
+func lossyPort(l ecluster.Link, nodes int) (string, bool) {
 	if l.Rate <= 0 || nodes < 3 {
 		return "", false
 	}
-	limit := tbfLimit(l)
+	limit := l.QueueBytes()
 	buffer := limit + gsoSegment
 	if int64(nodes-2)*portWindow < buffer {
 		return "", false
@@ -70,13 +60,13 @@ func lossyPort(l Link, nodes int) (string, bool) {
 	stall := (tcpRTOMin + queueDelay).Round(time.Millisecond)
 	return fmt.Sprintf(`nic_port:  # the link's shaper drops what its queue cannot hold, and TCP waits (sim.PortSpec)
   buffer: %d  # the tbf queue's limit on --link %s, %d B, and one 64 KiB segment on the wire
-  window: %d  # a connection's push; bursts and the queries' exchanges bound it to [218, 436) KiB here (README, issue 9)
+  window: %d  # a connection's push; bursts and the queries' exchanges bound it to [218, 436) KiB here (README)
   stall: %s  # Linux's 200 ms floor on the probe timer and the %v a full queue adds to the round trip`,
 		buffer, l, limit, portWindow, stall, queueDelay.Round(100*time.Microsecond)), true
 }
 
 // lineRateYAML is the nic_line_rate line of link l.
-func lineRateYAML(l Link) string {
+func lineRateYAML(l ecluster.Link) string {
 	return "nic_line_rate: " + strconv.FormatFloat(float64(l.Rate)/8*TCPPayloadShare, 'f', 0, 64) +
 		"  # the TCP payload rate of --link " + l.String() + ": every egress port, and an ingress port one transfer enters alone (nic.bandwidth: more)"
 }

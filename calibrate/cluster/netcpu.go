@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	ecluster "gostachio/engine/cluster"
 	"gostachio/internal/stats"
 )
 
@@ -38,7 +39,7 @@ type NetCPUOptions struct {
 	// Exe is this binary (the peers run `Exe cluster exchange-peer`).
 	Exe string
 	// Link shapes the two namespaces' veths.
-	Link Link
+	Link ecluster.Link
 	// Duration of the long run (the short one runs a third of it), Rounds
 	// of each pair (default 3).
 	Duration time.Duration
@@ -74,8 +75,19 @@ func MeasureNetCPU(ctx context.Context, o NetCPUOptions) (NetCPUResult, error) {
 	if o.Link.Rate <= 0 {
 		return res, fmt.Errorf("cluster: network CPU cost: need a link rate")
 	}
-	streamDefaults(&o.Duration, &o.Rounds, &o.Streams, &o.FrameBytes, 384<<10)
-	nn, err := newNetnsPair(o.Link)
+	if o.Duration <= 0 {
+		o.Duration = 3 * time.Second
+	}
+	if o.Rounds <= 0 {
+		o.Rounds = 3
+	}
+	if o.Streams <= 0 {
+		o.Streams = 4
+	}
+	if o.FrameBytes <= 0 {
+		o.FrameBytes = 384 << 10
+	}
+	nn, err := ecluster.NewNetnsPair(o.Link)
 	if err != nil {
 		return res, err
 	}
@@ -120,7 +132,7 @@ func MeasureNetCPU(ctx context.Context, o NetCPUOptions) (NetCPUResult, error) {
 				return res, err
 			}
 			t := time.Now()
-			ex, err := runExchangePair(ctx, ExchangeBenchOptions{Exe: o.Exe, Duration: d, Streams: o.Streams, FrameBytes: o.FrameBytes},
+			ex, err := ecluster.RunExchangePair(ctx, ecluster.ExchangeBenchOptions{Exe: o.Exe, Duration: d, Streams: o.Streams, FrameBytes: o.FrameBytes},
 				addrs, 6201+4*round+2*k, nn.Exec)
 			if err != nil {
 				return res, fmt.Errorf("cluster: network CPU cost: %w", err)

@@ -100,24 +100,6 @@ func TestSummarizeOwnColocation(t *testing.T) {
 	}
 }
 
-// TestSummarizeSingleFabric: rows priced by a fabric curve and also at
-// the one fabric efficiency get that summary too, and its line.
-func TestSummarizeSingleFabric(t *testing.T) {
-	runs := []float64{0.9, 1, 1.2} // median 1
-	rows := []SimBenchRow{simBenchRow("q3", runs, 1.05, 1), simBenchRow("q5", runs, 1.2, 1)}
-	rows[0].SimSingleFabric, rows[1].SimSingleFabric = 1.02, 0.86 // +2%, −14%
-	s := SummarizeLaunches(rows, 0.10)
-	f := s.SingleFabric
-	if f == nil || f.Within != 1 || math.Abs(f.MedianAbs-0.08) > 1e-12 || s.Within != 1 || s.OwnColocation != nil {
-		t.Fatalf("single-efficiency summary %+v (curve %+v)", f, s)
-	}
-	var out bytes.Buffer
-	printLaunchSummary(&out, s)
-	if !strings.Contains(out.String(), singleFabricWhat+": median |error| 8.0%, 1 of 2 cases") {
-		t.Errorf("summary lacks the one-efficiency line:\n%s", out.String())
-	}
-}
-
 // TestSummarizeRescales: rows of launches run with --rescale-cpu and
 // --rescale-disk carry the prices without either and with each alone,
 // and each gets its summary and line against the same engine medians.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	ecluster "gostachio/engine/cluster"
 	"gostachio/internal/stats"
 	"gostachio/sim"
 )
@@ -74,7 +75,7 @@ func TestMeasureCPUTax(t *testing.T) {
 		t.Skip("runs a 4-worker netns cluster and one process for seconds")
 	}
 	needNetns(t)
-	link, err := ParseLink("1Gbit")
+	link, err := ecluster.ParseLink("1Gbit")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestDeriveProfileCPUTax(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.7, CPUTax: 0.32}
+	d := Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: ecluster.Link{Rate: 1e9}, Colocation: 0.7, CPUTax: 0.32}
 	out, err := DeriveProfile(src, d)
 	if err != nil {
 		t.Fatal(err)

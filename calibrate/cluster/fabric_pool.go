@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 
+	ecluster "gostachio/engine/cluster"
 	"gostachio/internal/stats"
 )
 
@@ -17,7 +18,7 @@ import (
 // shuffle, priced at the share, came out over-predicted by 10–17% in the
 // launches with the lowest shares. As with the co-location, the rounds of
 // earlier launches on the same link are pooled with the launch's own
-// (README, issue 9).
+// (README).
 
 // PooledFabric is the burst rounds of earlier launches.
 type PooledFabric struct {
@@ -37,7 +38,7 @@ type PooledFabric struct {
 // or shape are skipped (PooledFabric.Skipped); a file that is not bench-sim
 // rows, or a round that is not a positive time, is an error naming the
 // file, as is a list that matches nothing.
-func LoadFabricRounds(paths []string, link Link, nodes, frames int, frameBytes int64, streams int) (PooledFabric, error) {
+func LoadFabricRounds(paths []string, link ecluster.Link, nodes, frames int, frameBytes int64, streams int) (PooledFabric, error) {
 	var pool PooledFabric
 	var seen [][]float64 // every launch's rounds once, however many files repeat them
 	for _, p := range paths {

@@ -1,13 +1,11 @@
 package cluster
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"gostachio/costmodel"
+	ecluster "gostachio/engine/cluster"
 	"gostachio/internal/stats"
 	"gostachio/sim"
 )
@@ -27,7 +26,7 @@ import (
 func burstAt(t *testing.T, p sim.Profile, e float64, b BurstResult) float64 {
 	t.Helper()
 	p.NIC.Bandwidth *= costmodel.Rate(e)
-	ns, err := sim.BurstMakespan(context.Background(), &p, b.Nodes, b.Frames, benchBatch(b.FrameBytes).Bytes(), b.Starts)
+	ns, err := sim.BurstMakespan(context.Background(), &p, b.Nodes, b.Frames, ecluster.BenchFrameBytes(b.FrameBytes), b.Starts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -45,7 +44,7 @@ func TestFitFabricEfficiency(t *testing.T) {
 	}
 	p.Node.OrderedSends = true
 	b := BurstResult{Nodes: 3, Frames: 4, FrameBytes: 256 << 10}
-	b.PortBytes = int64(b.Nodes-1) * int64(b.Frames) * benchBatch(b.FrameBytes).Bytes()
+	b.PortBytes = int64(b.Nodes-1) * int64(b.Frames) * ecluster.BenchFrameBytes(b.FrameBytes)
 	ctx := context.Background()
 	for _, e := range []float64{0.5, 0.8} {
 		b.Median = burstAt(t, *p, e, b)
@@ -84,109 +83,6 @@ func TestFitFabricEfficiency(t *testing.T) {
 	}
 }
 
-// TestBurstPeers runs the burst protocol between two in-process peers on
-// loopback: each round reports when the peer's frames were acknowledged
-// and the other's stored, and a line that is not "go UNIX_NS" ends the
-// peer with an error naming it.
-func TestBurstPeers(t *testing.T) {
-	// The peers tune this process's collector as a worker's; advising 4
-	// GiB of a heap that earlier tests used would zero it all (seconds).
-	t.Setenv("GOSTACHIO_THP", "0")
-	var addrs []string
-	for range 2 {
-		ln, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		addrs = append(addrs, ln.Addr().String())
-		ln.Close()
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	type peer struct {
-		in   *io.PipeWriter
-		out  *bufio.Scanner
-		errc chan error
-	}
-	var peers []peer
-	for r := range 2 {
-		inR, inW := io.Pipe()
-		outR, outW := io.Pipe()
-		p := peer{in: inW, out: bufio.NewScanner(outR), errc: make(chan error, 1)}
-		go func() {
-			err := RunBurstPeer(ctx, BurstPeerOptions{Rank: r, Peers: addrs, Frames: 3, FrameBytes: 64 << 10, Streams: 2}, inR, outW)
-			outW.Close()
-			p.errc <- err
-		}()
-		peers = append(peers, p)
-	}
-	for r, p := range peers {
-		if !p.out.Scan() || p.out.Text() != "ready" {
-			t.Fatalf("peer %d: %q, want ready (%v)", r, p.out.Text(), p.out.Err())
-		}
-	}
-	for round := range 2 {
-		t0 := time.Now().Add(10 * time.Millisecond).UnixNano()
-		for _, p := range peers {
-			fmt.Fprintf(p.in, "go %d\n", t0)
-		}
-		for r, p := range peers {
-			var rep burstPeerRound
-			if !p.out.Scan() || json.Unmarshal(p.out.Bytes(), &rep) != nil {
-				t.Fatalf("peer %d, round %d: %q", r, round, p.out.Text())
-			}
-			if rep.End < t0 || rep.End > time.Now().UnixNano() {
-				t.Errorf("peer %d, round %d: end %d outside [%d, now]", r, round, rep.End, t0)
-			}
-		}
-	}
-	// Staggered: worker 0's frames to worker 1 start 30 ms late, so it
-	// ends no sooner.
-	t0 := time.Now().Add(10 * time.Millisecond).UnixNano()
-	fmt.Fprintf(peers[0].in, "go %d 0,30000000\n", t0)
-	fmt.Fprintf(peers[1].in, "go %d 0,0\n", t0)
-	for r, p := range peers {
-		var rep burstPeerRound
-		if !p.out.Scan() || json.Unmarshal(p.out.Bytes(), &rep) != nil {
-			t.Fatalf("peer %d, staggered round: %q", r, p.out.Text())
-		}
-		if rep.End < t0+30_000_000 {
-			t.Errorf("peer %d ended %v after the start, before worker 0's frames to worker 1 started", r, time.Duration(rep.End-t0))
-		}
-	}
-	fmt.Fprintln(peers[0].in, "start now")
-	if err := <-peers[0].errc; err == nil || !strings.Contains(err.Error(), `"start now"`) {
-		t.Errorf("bad line: err %v, want one quoting it", err)
-	}
-	peers[1].in.Close()
-	if err := <-peers[1].errc; err != nil {
-		t.Errorf("peer 1 at the end of its input: %v", err)
-	}
-	for _, o := range []BurstPeerOptions{{Rank: 2, Peers: addrs, Frames: 1, FrameBytes: 64, Streams: 1}, {Rank: 0, Peers: addrs[:1], Frames: 1, FrameBytes: 64, Streams: 1},
-		{Rank: 0, Peers: addrs, Frames: 0, FrameBytes: 64, Streams: 1}} {
-		if err := RunBurstPeer(ctx, o, strings.NewReader(""), io.Discard); err == nil {
-			t.Errorf("%+v: accepted", o)
-		}
-	}
-}
-
-// TestParseBurstGo reads the round lines a burst peer takes and refuses
-// others, naming the line.
-func TestParseBurstGo(t *testing.T) {
-	t0, offs, err := parseBurstGo("go 123 0,5,7", 3)
-	if err != nil || t0 != 123 || !slices.Equal(offs, []int64{0, 5, 7}) {
-		t.Errorf("go 123 0,5,7: %d %v %v", t0, offs, err)
-	}
-	if t0, offs, err := parseBurstGo("go 9", 2); err != nil || t0 != 9 || !slices.Equal(offs, []int64{0, 0}) {
-		t.Errorf("go 9: %d %v %v", t0, offs, err)
-	}
-	for _, bad := range []string{"", "go", "start 5", "go x", "go 1 0,1", "go 1 0,1,-2", "go 1 0,a,2", "go 1 0,1,2 extra"} {
-		if _, _, err := parseBurstGo(bad, 3); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("%q", bad)) {
-			t.Errorf("%q: err %v", bad, err)
-		}
-	}
-}
-
 // TestBurstStarts: offsets in [0, stagger), none on the diagonal, the
 // same for the same seed and not for another.
 func TestBurstStarts(t *testing.T) {
@@ -217,7 +113,7 @@ func TestMeasureBurst(t *testing.T) {
 	}
 	needNetns(t)
 	exe := gostachioBin(t)
-	link, err := ParseLink("50Mbit")
+	link, err := ecluster.ParseLink("50Mbit")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,7 +128,7 @@ func TestMeasureBurst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(b.Seconds) != 2 || b.PortBytes != 2*4*benchBatch(128<<10).Bytes() {
+	if len(b.Seconds) != 2 || b.PortBytes != 2*4*ecluster.BenchFrameBytes(128<<10) {
 		t.Fatalf("rounds %v, port bytes %d", b.Seconds, b.PortBytes)
 	}
 	if !(b.BusyCores > 0 && b.BusyCores <= float64(runtime.NumCPU())+0.1) {
@@ -277,7 +173,7 @@ func gstNamespaces(t *testing.T) []string {
 	}
 	var names []string
 	for _, l := range strings.Split(string(out), "\n") {
-		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], NetnsPrefix) {
+		if f := strings.Fields(l); len(f) > 0 && strings.HasPrefix(f[0], ecluster.NetnsPrefix) {
 			names = append(names, f[0])
 		}
 	}
@@ -294,7 +190,7 @@ func benchSimTestOptions(t *testing.T) (SimBenchOptions, string) {
 	t.Helper()
 	needNetns(t)
 	exe := gostachioBin(t)
-	link, err := ParseLink("1Gbit")
+	link, err := ecluster.ParseLink("1Gbit")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -352,46 +248,6 @@ func TestBenchSimFabric(t *testing.T) {
 		t.Errorf("derived NIC %v B/s, want %v (efficiency %v)", float64(p.NIC.Bandwidth), want, e)
 	}
 	if left, _ := filepath.Glob(filepath.Join(tmp, "gostachio-full-link-*")); len(left) > 0 {
-		t.Errorf("left behind: %v", left)
-	}
-}
-
-// TestBenchSimFabricCurve: with --fabric-sizes the rows carry the curve
-// (the size of the default burst reuses that burst), the profile written
-// prices the NIC by size at the full payload rate, every row is also
-// priced at the one efficiency, and no temporary profile is left behind.
-func TestBenchSimFabricCurve(t *testing.T) {
-	if testing.Short() {
-		t.Skip("runs a 4-worker netns cluster and its bursts for seconds")
-	}
-	o, tmp := benchSimTestOptions(t)
-	o.Queries, o.Colocation = []string{"q3"}, 0.6
-	o.FabricSizes = []int64{64 << 10, DefaultBurstFrames * 384 << 10}
-	rows, err := BenchSim(context.Background(), o, io.Discard, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r := rows[0]
-	if len(r.FabricCurve) != 2 || r.Fabric == nil {
-		t.Fatalf("curve %+v, fabric %+v", r.FabricCurve, r.Fabric)
-	}
-	if c := r.FabricCurve[1]; c.PairBytes != DefaultBurstFrames*benchBatchBytes(384<<10) || !slices.Equal(c.Burst.Seconds, r.Fabric.Burst.Seconds) {
-		t.Errorf("the default burst's size: %+v, not the burst measured for the one efficiency %+v", c, r.Fabric.Burst)
-	}
-	if !(r.SimSingleFabric > 0) {
-		t.Errorf("no price at the one efficiency: %+v", r)
-	}
-	p, err := sim.LoadProfile(o.ProfileOut)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(p.NICEfficiency) != 2 || math.Abs(p.NICEfficiency[0].Efficiency-r.FabricCurve[0].Fit.Efficiency) > 1e-3 {
-		t.Errorf("profile's nic_efficiency %v, curve %+v", p.NICEfficiency, r.FabricCurve)
-	}
-	if want := math.Round(1e9 / 8 * TCPPayloadShare); math.Abs(float64(p.NIC.Bandwidth)-want) > 0.5 {
-		t.Errorf("derived NIC %v B/s, want the full payload rate %v", float64(p.NIC.Bandwidth), want)
-	}
-	if left, _ := filepath.Glob(filepath.Join(tmp, "gostachio-*")); len(left) > 0 {
 		t.Errorf("left behind: %v", left)
 	}
 }
@@ -477,7 +333,7 @@ func TestBenchFabricSweep(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs three namespaces' data plane for seconds")
 	}
-	link, err := ParseLink("50Mbit")
+	link, err := ecluster.ParseLink("50Mbit")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -498,7 +354,7 @@ func TestBenchFabricSweep(t *testing.T) {
 		t.Fatalf("points %+v", pts)
 	}
 	for _, p := range pts {
-		if p.PairBytes != int64(p.Burst.Frames)*benchBatchBytes(p.Burst.FrameBytes) || p.PayloadShare <= 0 {
+		if p.PairBytes != int64(p.Burst.Frames)*ecluster.BenchFrameBytes(p.Burst.FrameBytes) || p.PayloadShare <= 0 {
 			t.Errorf("point %+v", p)
 		}
 	}
@@ -520,7 +376,7 @@ func TestRefitFabric(t *testing.T) {
 	}
 	burst := func(frames int, e float64) BurstResult {
 		b := BurstResult{Nodes: 3, Frames: frames, FrameBytes: 256 << 10, Streams: 4}
-		b.PortBytes = int64(b.Nodes-1) * int64(b.Frames) * benchBatch(b.FrameBytes).Bytes()
+		b.PortBytes = int64(b.Nodes-1) * int64(b.Frames) * ecluster.BenchFrameBytes(b.FrameBytes)
 		b.Median = burstAt(t, *p, e, b)
 		return b
 	}
@@ -543,7 +399,7 @@ func TestRefitFabric(t *testing.T) {
 			t.Errorf("point %d: %+v, want efficiency %g against %s", i, pt, want[i], path)
 		}
 	}
-	if pts[0].PairBytes != 4*benchBatchBytes(256<<10) || !strings.Contains(out.String(), "one.json: 4 x 256 KiB per pair on 3 workers") {
+	if pts[0].PairBytes != 4*ecluster.BenchFrameBytes(256<<10) || !strings.Contains(out.String(), "one.json: 4 x 256 KiB per pair on 3 workers") {
 		t.Errorf("the single result: %d bytes per pair; printed\n%s", pts[0].PairBytes, out.String())
 	}
 	bad := write("bad.json", map[string]any{"burst": map[string]any{"nodes": 0}})

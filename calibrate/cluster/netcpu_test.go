@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	ecluster "gostachio/engine/cluster"
 )
 
 // TestParseBusyNs: busy time is user + nice + system + irq + softirq of
@@ -59,7 +61,7 @@ func TestMeasureNetCPU(t *testing.T) {
 	}
 	needNetns(t)
 	exe := gostachioBin(t)
-	link, err := ParseLink("1Gbit")
+	link, err := ecluster.ParseLink("1Gbit")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	ecluster "gostachio/engine/cluster"
 	"gostachio/sim"
 )
 
@@ -38,7 +39,7 @@ func TestDeriveProfilePorts(t *testing.T) {
 		// 16 workers: 14 windows, 3.5 MiB, fill it.
 		{"1Gbit", 16, true, 2500000 + 131072 + 65536, 200*time.Millisecond + 21*time.Millisecond, 1e9 / 8 * 1448 / 1514},
 	} {
-		link, err := ParseLink(tc.link)
+		link, err := ecluster.ParseLink(tc.link)
 		if err != nil {
 			t.Fatal(err)
 		}

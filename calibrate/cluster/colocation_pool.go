@@ -15,7 +15,7 @@ import (
 // engine medians, 18 launches at 1 and 10 Gbit/s: −0.06). The spread is
 // the measurement's, not the machine's, so the rounds of earlier launches
 // are pooled with the launch's own: two launches at 0.640 and 0.641 put 6
-// of 8 cases within 10%, and 7 of 8 at the pooled 0.732 (README, issue 9).
+// of 8 cases within 10%, and 7 of 8 at the pooled 0.732 (README).
 
 // PooledColocation is the co-location of earlier launches' rounds.
 type PooledColocation struct {
@@ -47,7 +47,7 @@ func LoadColocationRounds(paths []string, nodes, devices int) (PooledColocation,
 				return PooledColocation{}, fmt.Errorf("cluster: --colocation-from: %s row %d ran %d workers x %d devices, this launch %d x %d", p, i+1, r.Nodes, r.Devices, nodes, devices)
 			}
 			if r.ColocationLoop != 0 {
-				return PooledColocation{}, fmt.Errorf("cluster: --colocation-from: %s row %d measured the co-location on the queries' operators (--colocation-queries); pool the loop's only", p, i+1)
+				return PooledColocation{}, fmt.Errorf("cluster: --colocation-from: %s row %d measured the co-location on the queries' operators (an earlier version's --colocation-queries); pool the loop's only", p, i+1)
 			}
 			if len(r.ColocationRatios) == 0 || slices.ContainsFunc(seen, func(s []float64) bool { return slices.Equal(s, r.ColocationRatios) }) {
 				continue

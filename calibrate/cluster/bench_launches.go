@@ -18,7 +18,7 @@ import (
 // engine's medians of one query moved by up to 30% between launches
 // minutes apart, and the co-location measured before the runs by 0.49 to
 // 0.65, so whether every query lands within 10% is mostly a property of
-// the launch (README, issue 9). BenchSimLaunches repeats the whole
+// the launch (README). BenchSimLaunches repeats the whole
 // measurement and pools the errors.
 
 // BenchSimLaunches runs BenchSim launches times, launch k (from 1) with
@@ -87,10 +87,6 @@ type LaunchSummary struct {
 	// efficiency lowered it: one set of engine runs, both models. Nil
 	// unless some row carries such a price.
 	FullLink *LaunchSummary `json:"full_link,omitempty"`
-	// SingleFabric is the same summary with every case priced at the one
-	// fabric efficiency (SimBenchRow.SimSingleFabric) where a fabric curve
-	// priced it; nil unless some row carries such a price.
-	SingleFabric *LaunchSummary `json:"single_fabric,omitempty"`
 	// OwnColocation is the same summary with every case priced at its
 	// launch's own co-location (SimBenchRow.SimOwnColocation) where
 	// --colocation-from pooled it; nil unless some row carries one.
@@ -115,7 +111,7 @@ type SpreadSummary struct {
 }
 
 // SummarizeLaunches pools rows (of one launch, Launch 0, or several)
-// against the bound within (0.10: the issue's 10%).
+// against the bound within (0.10: 10%, bench-sim's --within default).
 func SummarizeLaunches(rows []SimBenchRow, within float64) LaunchSummary {
 	s := LaunchSummary{Cases: len(rows), WithinBound: within}
 	if len(rows) == 0 {
@@ -151,7 +147,6 @@ func SummarizeLaunches(rows []SimBenchRow, within float64) LaunchSummary {
 		s.Spread = launchSpread(rows, within)
 	}
 	s.FullLink = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimFullLink })
-	s.SingleFabric = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimSingleFabric })
 	s.OwnColocation = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimOwnColocation })
 	s.Unscaled = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimUnscaled })
 	s.CPUOnly = repricedSummary(rows, within, func(r SimBenchRow) float64 { return r.SimCPUOnly })
@@ -315,7 +310,6 @@ func printLaunchSummary(w io.Writer, s LaunchSummary) {
 		s    *LaunchSummary
 	}{
 		{"at the link's full payload rate instead (no fabric efficiency)", s.FullLink},
-		{singleFabricWhat, s.SingleFabric},
 		{"at each launch's own co-location instead (not pooled)", s.OwnColocation},
 		{"without the launches' rescales", s.Unscaled},
 		{"with the CPU rescale alone", s.CPUOnly},

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	ecluster "gostachio/engine/cluster"
 	"gostachio/internal/stats"
 )
 
@@ -48,7 +49,7 @@ type CPUTaxOptions struct {
 	// Nodes workers of Devices devices each, over Link (network
 	// namespaces); the single process runs Nodes·Devices devices.
 	Nodes, Devices int
-	Link           Link
+	Link           ecluster.Link
 	// Queries (default DefaultTaxQueries), each Warmup untimed and Reps
 	// timed runs per round (defaults 1 and 3), in Rounds rounds of the
 	// cluster and then the single process (default 2).
@@ -100,7 +101,7 @@ func MeasureCPUTax(ctx context.Context, o CPUTaxOptions, log io.Writer) (CPUTaxR
 	cluster, one := map[string]cpuSeries{}, map[string]cpuSeries{}
 	for round := range o.Rounds {
 		var out bytes.Buffer
-		if err := Launch(ctx, LaunchOptions{Nodes: o.Nodes, Exe: o.Exe, Netns: true, Link: o.Link,
+		if err := ecluster.Launch(ctx, ecluster.LaunchOptions{Nodes: o.Nodes, Exe: o.Exe, Netns: true, Link: o.Link,
 			Args: append(slices.Clone(args), "--devices", strconv.Itoa(o.Devices))}, &out, log); err != nil {
 			return res, fmt.Errorf("cluster: cpu tax: the cluster's runs, round %d: %w", round+1, err)
 		}

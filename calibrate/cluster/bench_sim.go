@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -18,6 +19,7 @@ import (
 
 	"gostachio/dataset"
 	"gostachio/engine"
+	ecluster "gostachio/engine/cluster"
 	"gostachio/internal/diskref"
 	"gostachio/internal/stats"
 	"gostachio/sim"
@@ -37,7 +39,7 @@ type SimBenchOptions struct {
 	// Nodes, Link, Devices (per worker) and Data describe the cluster;
 	// each of Queries runs Reps times (the median counts).
 	Nodes   int
-	Link    Link
+	Link    ecluster.Link
 	Devices int
 	Data    string
 	Queries []string
@@ -68,17 +70,13 @@ type SimBenchOptions struct {
 	// ColocationDuration and ColocationRounds size that measurement
 	// (0: 1 s and 18 rounds). Rounds of one launch spread from 0.45 to
 	// 0.95 here; on 12 launches the median of 18 put 35 of 48 cases within
-	// 10% where the median of their first 6 put 25 (README, issue 9).
+	// 10% where the median of their first 6 put 25 (README).
 	ColocationDuration time.Duration
 	ColocationRounds   int
-	// ColocationQueries measures the co-location on the leading operators
-	// of the queries' scan pipelines (ColocationWork) instead of the hash
-	// loop, and the loop's too, for comparison (SimBenchRow.ColocationLoop).
-	ColocationQueries bool
 	// ColocationFrom are earlier launches' --json outputs whose
 	// co-location rounds are pooled with this launch's own: the profile's
 	// co-location is the median of them all (LoadColocationRounds). Not
-	// with a given Colocation or ColocationQueries.
+	// with a given Colocation.
 	ColocationFrom []string
 	// FabricFrom are earlier launches' --json outputs whose all-to-all
 	// burst rounds, on the same link and of the same shape, are pooled with
@@ -88,9 +86,6 @@ type SimBenchOptions struct {
 	// ColocationExempt are the kinds the derived profile exempts from the
 	// co-location loss (Derivation.ColocationExempt; nil: none).
 	ColocationExempt []string
-	// KeepCorun keeps the source profile's node.corun in the derived one
-	// (Derivation.KeepCorun).
-	KeepCorun bool
 	// NetCPUCost is what the network stack takes from the cores, ns of
 	// one core per byte at each end (sim node.net_cpu_cost; 0: measured
 	// first on the link, MeasureNetCPU; negative: none).
@@ -104,7 +99,7 @@ type SimBenchOptions struct {
 	// at 10 and 1 Gbit/s put 73 of 76 cases within 10% priced with the
 	// interrupt figure and 70 with the busy one; the busy figure
 	// over-predicted q3 and q5 at 10 Gbit/s by about 6%, where the
-	// stack's CPU comes out of idle time (README, issue 9).
+	// stack's CPU comes out of idle time (README).
 	NetCPUFrom string
 	// CPUTax is the cores the workers take beside the model while a query
 	// runs (Derivation.CPUTax; 0: measured first on TaxQueries,
@@ -118,22 +113,15 @@ type SimBenchOptions struct {
 	// 0: measured first with all-to-all bursts, MeasureBurst, and fitted to
 	// the derived profile, FitFabricEfficiency; 1: the full rate).
 	FabricEfficiency float64
-	// FabricSizes, when not empty, are the bytes per pair of workers of
-	// the bursts of a fabric curve (MeasureFabricCurve; DefaultFabricSizes):
-	// the simulator then prices each exchange at the efficiency of its
-	// size (Derivation.FabricCurve), and the one efficiency fitted to
-	// DefaultBurstFrames frames is kept as an alternative pricing
-	// (SimBenchRow.SimSingleFabric). Not with a given FabricEfficiency.
-	FabricSizes []int64
 	// RescaleCPU has rank 0 time the CPU reference after every query
-	// (WorkerOptions.ReferenceEvery) and scales the simulator's host
+	// (the worker's --cpu-reference-every, References) and scales the simulator's host
 	// prices by the mean of the timed runs' references over the profile's
 	// host.reference (sim --cpu-slowdown), as `validate --rescale-cpu`
 	// does: this machine's CPU runs at two speeds, holding one for
 	// seconds, and the engine's medians move with the share of slow time.
 	RescaleCPU bool
 	// RescaleDisk has rank 0 time the disk reference after every query
-	// (WorkerOptions.DiskReferenceEvery, shaped by the derived profile's
+	// (the worker's --disk-reference-every, References, shaped by the derived profile's
 	// storage model) and scales the simulator's NVMe bandwidth by the
 	// timed runs' references' throughput over that model's
 	// (diskref.ModelBps; sim --disk-speedup), as `validate
@@ -217,9 +205,6 @@ type SimBenchRow struct {
 	// ColocationExempt are the operator kinds the derived profile exempts
 	// from the co-location loss (node.colocation_exempt; empty: none).
 	ColocationExempt []string `json:"colocation_exempt,omitempty"`
-	// Corun is the derived profile's node.corun (0: none; the source
-	// profile's is left out unless --keep-corun).
-	Corun float64 `json:"corun,omitempty"`
 	// FabricEfficiency is the derived profile's (1: the full payload
 	// rate). Fabric is its measurement when bench-sim made one, and
 	// SimFullLink the query simulated at the full rate, so that one set of
@@ -232,14 +217,10 @@ type SimBenchRow struct {
 	// it.
 	FabricOwn    float64 `json:"fabric_own,omitempty"`
 	SimOwnFabric float64 `json:"sim_own_fabric_s,omitempty"`
-	// FabricCurve is the fabric's efficiency by size when bench-sim
-	// measured one (SimBenchOptions.FabricSizes): Sim is then priced with
-	// it, and SimSingleFabric with the one FabricEfficiency instead.
-	FabricCurve     []FabricCurvePoint `json:"fabric_curve,omitempty"`
-	SimSingleFabric float64            `json:"sim_single_fabric_s,omitempty"`
-	// ColocationLoop is the hash loop's co-location measured in the same
-	// launch when the profile's came from the queries' operators
-	// (SimBenchOptions.ColocationQueries); 0 otherwise.
+	// ColocationLoop is set in rows of earlier versions whose co-location
+	// came from the queries' operators, with the hash loop's beside it;
+	// LoadColocationRounds does not pool such rows. 0 in the rows written
+	// now.
 	ColocationLoop float64 `json:"colocation_loop,omitempty"`
 	// Launch numbers the launch of BenchSimLaunches the row comes from
 	// (from 1; 0: a single launch).
@@ -278,6 +259,24 @@ func BenchSimOrder(queries []string, rounds int, seed uint64) []string {
 	return out
 }
 
+// workerResult is what bench-sim reads of a worker's result (`gostachio
+// worker --format json`): the query, its time and the bytes it sent, and
+// the references rank 0 timed after it (References; 0: none).
+type workerResult struct {
+	Query              string  `json:"query"`
+	Seconds            float64 `json:"seconds"`
+	SentBytes          int64   `json:"sent_bytes"`
+	ReferenceNs        int64   `json:"cpu_reference_ns"`
+	DiskReferenceNs    int64   `json:"disk_reference_ns"`
+	DiskReferenceBytes int64   `json:"disk_reference_bytes"`
+}
+
+// diskReading is one disk reference: the bytes it read and the
+// nanoseconds they took.
+type diskReading struct {
+	bytes, ns int64
+}
+
 // launchRefs are the references rank 0 timed after a launch's timed runs
 // (none where 0): CPU reference times (cpu_reference_ns) and disk
 // references (disk_reference_bytes read in disk_reference_ns).
@@ -290,7 +289,7 @@ type launchRefs struct {
 // for one and returns each query's timed seconds, in order, past its first
 // warmup runs, with the bytes it sent, and appends to refs the references
 // timed after those runs.
-func timedRuns(list []string, res []jsonResult, warmup int, times map[string][]float64, sent map[string]float64, refs *launchRefs) error {
+func timedRuns(list []string, res []workerResult, warmup int, times map[string][]float64, sent map[string]float64, refs *launchRefs) error {
 	if len(res) != len(list) {
 		return fmt.Errorf("%d results for %d runs", len(res), len(list))
 	}
@@ -330,7 +329,7 @@ func simBenchRow(q string, engine []float64, sim, sentMiB float64) SimBenchRow {
 // link of R bit/s is a NIC of R/8 × 1448/1514 bytes/s. Measured here over
 // the --netns path at 100 Mbit/s: iperf3 96.0 Mbit/s with one stream, and
 // 92.3–97.6 Mbit/s out of each of 4 namespaces sending to the 3 others at
-// once (README, issue 9).
+// once (README).
 const TCPPayloadShare = 1448.0 / 1514
 
 // Derivation describes the emulated cluster DeriveProfile derives a
@@ -340,7 +339,7 @@ type Derivation struct {
 	Nodes, Devices, Cores int
 	// Link shapes every worker's port; Latency is the NIC latency where
 	// the link's delay is not emulated (0: the delay crossed twice).
-	Link    Link
+	Link    ecluster.Link
 	Latency time.Duration
 	// Colocation is the share of the cores' single-process throughput the
 	// workers' Nodes·Devices kernels get when they all run at once
@@ -356,21 +355,9 @@ type Derivation struct {
 	// port moves during a query's all-to-all exchanges
 	// (FitFabricEfficiency), in (0, 1]; 0 or 1: all of it.
 	FabricEfficiency float64
-	// FabricCurve, when not empty, is the fabric's efficiency by the size
-	// of an exchange (MeasureFabricCurve), written as nic_efficiency with
-	// the NIC at the full payload rate: not with a FabricEfficiency below 1.
-	FabricCurve []FabricCurvePoint
 	// ColocationExempt are the operator kinds that lose nothing to
 	// co-location (node.colocation_exempt, with the colocation lines).
 	ColocationExempt []string
-	// KeepCorun keeps src's node.corun (what cores computing at once take
-	// from each other in one process). Left out by default, with a
-	// comment: the co-location measured at launch stands for all that the
-	// workers lose sharing the machine. With both, the simulator
-	// over-predicted the 1 Gbit/s launches of 2026-11-26 (seventeenth
-	// session: q3 +14% and +26%, 3 of 8 cases within 10%, against 6 of 8
-	// for the same runs without corun; README, issue 9).
-	KeepCorun bool
 }
 
 // DefaultColocationExempt are the kinds bench-sim exempts from the
@@ -398,7 +385,13 @@ var DefaultColocationExempt = []string{"agg-partial", "agg-final"}
 // node.ordered_sends. d.NetCPUCost becomes node.net_cpu_cost. Only the
 // lines of those fields change (shared_machine, ordered_sends,
 // net_cpu_cost and the colocation lines are added after host_cores; such
-// lines already in src are replaced); comments say what was done.
+// lines already in src are replaced); comments say what was done. src's
+// node.corun (what cores computing at once take from each other in one
+// process) is left out, with a comment: the co-location measured at
+// launch stands for all that the workers lose sharing the machine. With
+// both, the simulator over-predicted the 1 Gbit/s launches of 2026-11-26
+// on this 2-core machine (q3 +14% and +26%, 3 of 8 cases within 10%,
+// against 6 of 8 for the same runs without corun; README).
 func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
 	nodes, devices, cores, link, efficiency, netCost := d.Nodes, d.Devices, d.Cores, d.Link, d.Colocation, d.NetCPUCost
 	if nodes < 1 || devices < 1 || cores < 1 || link.Rate <= 0 {
@@ -420,9 +413,6 @@ func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
 	if !(fabric > 0 && fabric <= 1) {
 		return nil, fmt.Errorf("cluster: derive profile: fabric efficiency %v outside (0, 1]", d.FabricEfficiency)
 	}
-	if len(d.FabricCurve) > 0 && fabric < 1 {
-		return nil, fmt.Errorf("cluster: derive profile: a fabric curve prices the NIC by size: not with one fabric efficiency %v", fabric)
-	}
 	var out bytes.Buffer
 	section := ""
 	seen := map[string]bool{}
@@ -431,15 +421,15 @@ func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
 		if len(line) > 0 && line[0] != ' ' && line[0] != '#' {
 			section, _, _ = strings.Cut(line, ":")
 		}
-		if section == "nic_efficiency" || section == "nic_line_rate" || section == "nic_port" {
-			continue // the cluster's fabric replaces them (FabricCurve, the link's ports)
+		if section == "nic_line_rate" || section == "nic_port" {
+			continue // the cluster's fabric replaces them (the link's ports)
 		}
 		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
 		indented := strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ")
 		extra := ""
-		if ok && indented && section == "node" && key == "corun" && !d.KeepCorun {
+		if ok && indented && section == "node" && key == "corun" {
 			val, _, _ = strings.Cut(strings.TrimSpace(val), "#")
-			fmt.Fprintf(&out, "  # corun: %s left out: the co-location measured on this machine stands for all the workers lose sharing it (bench-sim --keep-corun keeps it)\n", strings.TrimSpace(val))
+			fmt.Fprintf(&out, "  # corun: %s left out: the co-location measured on this machine stands for all the workers lose sharing it\n", strings.TrimSpace(val))
 			continue
 		}
 		if ok && indented && section == "node" && (key == "shared_machine" || key == "colocation" || key == "colocation_kernels" || key == "colocation_exempt" || key == "ordered_sends" || key == "net_cpu_cost" || key == "cpu_tax") {
@@ -512,14 +502,77 @@ func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
 	if port, ok := lossyPort(link, nodes); ok {
 		res = append(append(res, '\n'), port...)
 	}
-	if len(d.FabricCurve) > 0 {
-		res = bytes.TrimRight(append(append(res, '\n'), fabricCurveYAML(d.FabricCurve, link)...), "\n")
-	}
 	return res, nil
 }
 
 // BenchSim runs the comparison and prints a table on w (notices on log).
+// Its steps, in order: check the options (checkSimBench), measure what
+// the machine does to the workers (measureMachine), derive the profile and
+// fit the fabric to it (deriveProfiles), run the queries on the cluster
+// (runLaunches), rescale by the references timed beside them (rescaleRefs),
+// simulate each query (simulateRows) and print the table (printSimBench).
 func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBenchRow, error) {
+	b, err := checkSimBench(o)
+	if err != nil {
+		return nil, err
+	}
+	defer b.removeVariants()
+	if err := b.measureMachine(ctx, w, log); err != nil {
+		return nil, err
+	}
+	if err := b.deriveProfiles(ctx, w, log); err != nil {
+		return nil, err
+	}
+	times, sent, refs, err := b.runLaunches(ctx, log)
+	if err != nil {
+		return nil, err
+	}
+	ratio, err := b.rescaleRefs(refs, w)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := b.simulateRows(ctx, times, sent, ratio)
+	if err != nil {
+		return rows, err
+	}
+	printSimBench(w, b.o, rows)
+	return rows, nil
+}
+
+// simBench is one BenchSim as its steps fill it in.
+type simBench struct {
+	// o are the options, defaults filled in and, once measured, the
+	// co-location, network cost, cpu tax and fabric efficiency.
+	o SimBenchOptions
+	// src is the calibrated profile's YAML; launches the run lists, one
+	// per launch of the cluster.
+	src      []byte
+	launches [][]string
+
+	// measureMachine's: the co-location's rounds (ratios; pool, when
+	// pooled, and own, this launch's own median then), the network CPU
+	// measurement's two figures, and the tax's runs.
+	ratios             []float64
+	pool               PooledColocation
+	own                float64
+	netBusy, netSoftir float64
+	taxRuns            *CPUTaxResult
+
+	// deriveProfiles': the derivation written to o.ProfileOut and that
+	// profile parsed; the bursts (nil where the efficiency was given) and
+	// this launch's own share when pooled; and the variant profiles the
+	// runs are priced with too (temporary files, "" where not needed).
+	deriv     Derivation
+	derived   *sim.Profile
+	fabric    *FabricBenchResult
+	ownFabric float64
+	variants  struct{ fullLink, noTax, ownFabric, ownColocation string }
+}
+
+// checkSimBench checks o and fills in its defaults, reads the calibrated
+// profile and lays out the runs: every mistake in the options is an
+// error before the minutes of measurement that follow.
+func checkSimBench(o SimBenchOptions) (*simBench, error) {
 	if o.Reps < 1 {
 		o.Reps = 3
 	}
@@ -553,27 +606,19 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			}
 		}
 	}
-	var launches [][]string
+	b := &simBench{}
 	switch o.Order {
 	case "", OrderInterleaved:
-		launches = [][]string{BenchSimOrder(o.Queries, o.Warmup+o.Reps, o.Seed)}
+		b.launches = [][]string{BenchSimOrder(o.Queries, o.Warmup+o.Reps, o.Seed)}
 	case OrderGrouped:
 		for _, q := range o.Queries {
-			launches = append(launches, slices.Repeat([]string{q}, o.Warmup+o.Reps))
+			b.launches = append(b.launches, slices.Repeat([]string{q}, o.Warmup+o.Reps))
 		}
 	default:
 		return nil, fmt.Errorf("cluster: bench-sim: --order %q: want %s or %s", o.Order, OrderInterleaved, OrderGrouped)
 	}
 	if !(o.FabricEfficiency >= 0 && o.FabricEfficiency <= 1) {
 		return nil, fmt.Errorf("cluster: bench-sim: --fabric-efficiency %v: want a share in (0, 1], or 0 to measure it", o.FabricEfficiency)
-	}
-	if len(o.FabricSizes) > 0 && o.FabricEfficiency != 0 {
-		return nil, fmt.Errorf("cluster: bench-sim: --fabric-sizes measures the fabric's efficiency by size: not with --fabric-efficiency %v", o.FabricEfficiency)
-	}
-	for _, b := range o.FabricSizes {
-		if b <= 0 {
-			return nil, fmt.Errorf("cluster: bench-sim: --fabric-sizes: %d bytes per pair: want a positive size", b)
-		}
 	}
 	if o.ColocationDuration <= 0 {
 		o.ColocationDuration = time.Second
@@ -584,61 +629,59 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	if o.Cores < 1 {
 		o.Cores = runtime.NumCPU()
 	}
-	src, err := os.ReadFile(o.Profile)
-	if err != nil {
+	var err error
+	if b.src, err = os.ReadFile(o.Profile); err != nil {
 		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
 	if o.RescaleDisk {
-		if err := checkDiskReference(o.Data, o.Profile, src); err != nil {
+		if err := checkDiskReference(o.Data, o.Profile, b.src); err != nil {
 			return nil, err
 		}
 	}
-	if len(o.FabricFrom) > 0 && (o.FabricEfficiency != 0 || len(o.FabricSizes) > 0) {
-		return nil, fmt.Errorf("cluster: bench-sim: --fabric-from pools measured bursts: not with --fabric-efficiency or --fabric-sizes")
+	if len(o.FabricFrom) > 0 && o.FabricEfficiency != 0 {
+		return nil, fmt.Errorf("cluster: bench-sim: --fabric-from pools measured bursts: not with --fabric-efficiency")
 	}
-	var ratios []float64
-	var loop float64
-	var pool PooledColocation
-	var own float64 // this launch's co-location, when pooled
 	if len(o.ColocationFrom) > 0 {
-		if o.Colocation != 0 || o.ColocationQueries {
-			return nil, fmt.Errorf("cluster: bench-sim: --colocation-from pools measured rounds: not with --colocation or --colocation-queries")
+		if o.Colocation != 0 {
+			return nil, fmt.Errorf("cluster: bench-sim: --colocation-from pools measured rounds: not with --colocation")
 		}
-		if pool, err = LoadColocationRounds(o.ColocationFrom, o.Nodes, o.Devices); err != nil {
+		if b.pool, err = LoadColocationRounds(o.ColocationFrom, o.Nodes, o.Devices); err != nil {
 			return nil, err
 		}
 	}
+	b.o = o
+	return b, nil
+}
+
+// measureMachine measures, where the options do not give them, what
+// sharing this machine takes from the workers beside the simulator's
+// model of one node: the co-location (MeasureColocation, pooled with
+// earlier launches' rounds), the TCP stack's CPU per byte (MeasureNetCPU)
+// and the workers' own CPU beside the model (MeasureCPUTax). They are
+// micro-benchmarks and runs of other queries, made before the queries the
+// launch validates, so that nothing in the profile is fitted to them.
+func (b *simBench) measureMachine(ctx context.Context, w, log io.Writer) error {
+	o := &b.o
 	if o.Colocation == 0 {
-		works := []ColocationWork{{}}
-		if o.ColocationQueries {
-			works = []ColocationWork{{Data: o.Data, Queries: o.Queries}, {}}
+		fmt.Fprintf(log, "bench-sim: measuring co-location on the loop, %d rounds of 1 and %d processes (about %v)\n", o.ColocationRounds, o.Nodes, (2 * time.Duration(o.ColocationRounds) * o.ColocationDuration).Round(time.Second))
+		c, err := MeasureColocation(ctx, ColocationOptions{Exe: o.Exe, Nodes: o.Nodes, Duration: o.ColocationDuration, Rounds: o.ColocationRounds, Threads: o.Devices})
+		if err != nil {
+			return err
 		}
-		for k, work := range works {
-			fmt.Fprintf(log, "bench-sim: measuring co-location on the %s, %d rounds of 1 and %d processes (about %v)\n", work, o.ColocationRounds, o.Nodes, (2 * time.Duration(o.ColocationRounds) * o.ColocationDuration).Round(time.Second))
-			c, err := MeasureColocation(ctx, ColocationOptions{Exe: o.Exe, Nodes: o.Nodes, Duration: o.ColocationDuration, Rounds: o.ColocationRounds, Threads: o.Devices, Work: work})
-			if err != nil {
-				return nil, err
-			}
-			fmt.Fprintf(w, "co-location (%s): %d processes of %d threads did %.3f of one process's work on every core (median of %d rounds' ratios, %s)\n",
-				work, o.Nodes, o.Devices, c.Efficiency, len(c.Alone), roundRange(c))
-			if k == 0 {
-				o.Colocation = min(c.Efficiency, 1)
-				ratios = roundRatios(c)
-			} else {
-				loop = min(c.Efficiency, 1)
-			}
-		}
-		if len(pool.Ratios) > 0 {
-			own = o.Colocation
-			pool = pool.With(ratios)
-			o.Colocation = pool.Efficiency()
-			fmt.Fprintf(w, "co-location (loop, pooled): %.3f, the median of %d rounds of %d launches (this one's and --colocation-from's)\n", o.Colocation, len(pool.Ratios), pool.Launches)
+		fmt.Fprintf(w, "co-location (loop): %d processes of %d threads did %.3f of one process's work on every core (median of %d rounds' ratios, %s)\n",
+			o.Nodes, o.Devices, c.Efficiency, len(c.Alone), roundRange(c))
+		o.Colocation = min(c.Efficiency, 1)
+		b.ratios = roundRatios(c)
+		if len(b.pool.Ratios) > 0 {
+			b.own = o.Colocation
+			b.pool = b.pool.With(b.ratios)
+			o.Colocation = b.pool.Efficiency()
+			fmt.Fprintf(w, "co-location (loop, pooled): %.3f, the median of %d rounds of %d launches (this one's and --colocation-from's)\n", o.Colocation, len(b.pool.Ratios), b.pool.Launches)
 		}
 	}
 	if o.Colocation < 1 && len(o.ColocationExempt) > 0 {
 		fmt.Fprintf(w, "co-location exempt (node.colocation_exempt): %s, priced to lose none of it\n", strings.Join(o.ColocationExempt, ", "))
 	}
-	var netBusy, netSoftirq float64
 	if o.NetCPUCost == 0 {
 		d := o.NetCPUDuration
 		if d <= 0 {
@@ -647,11 +690,11 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		fmt.Fprintf(log, "bench-sim: measuring the network's CPU cost over --link %s (3 rounds, about %v)\n", o.Link, (3 * (2*d + d/3)).Round(time.Second))
 		nc, err := MeasureNetCPU(ctx, NetCPUOptions{Exe: o.Exe, Link: o.Link, Duration: d})
 		if err != nil {
-			return nil, err
+			return err
 		}
 		fmt.Fprintf(w, "network CPU: %.3g ns of a core per byte at each end (median of %d rounds: %s), of which interrupts %.3g (%s), streaming %.1f MB/s over --link %s; priced: %s\n",
 			nc.Cost, len(nc.Rounds), costRange(nc.Rounds), nc.SoftirqCost, costRange(nc.SoftirqRounds), nc.Rate/1e6, o.Link, o.NetCPUFrom)
-		netBusy, netSoftirq = nc.Cost, nc.SoftirqCost
+		b.netBusy, b.netSoftir = nc.Cost, nc.SoftirqCost
 		o.NetCPUCost = nc.Cost
 		if o.NetCPUFrom == NetCPUSoftirq {
 			o.NetCPUCost = nc.SoftirqCost
@@ -660,139 +703,154 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 			}
 		}
 	}
-	var taxRuns *CPUTaxResult
 	if o.CPUTax == 0 {
 		fmt.Fprintf(log, "bench-sim: measuring the workers' CPU beside the model on %s, on %d workers and in one process\n", strings.Join(o.TaxQueries, ","), o.Nodes)
 		t, err := MeasureCPUTax(ctx, CPUTaxOptions{Exe: o.Exe, Data: o.Data, Nodes: o.Nodes, Devices: o.Devices, Link: o.Link, Queries: o.TaxQueries}, log)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+			return fmt.Errorf("cluster: bench-sim: %w", err)
 		}
 		fmt.Fprintf(w, "cpu tax: the workers used %s beyond one process's CPU on the same queries, per second of their runs; the simulated machine has that much less of its %d cores\n", t.describe(), o.Cores)
-		taxRuns = &t
+		b.taxRuns = &t
 		o.CPUTax = t.Tax
 		if !(o.CPUTax > 0) {
 			o.CPUTax = -1 // measured at 0: none
 		}
 	}
-	deriv := Derivation{Nodes: o.Nodes, Devices: o.Devices, Cores: o.Cores, Link: o.Link, Latency: o.Latency,
-		Colocation: o.Colocation, NetCPUCost: max(o.NetCPUCost, 0), CPUTax: max(o.CPUTax, 0), FabricEfficiency: 1, ColocationExempt: o.ColocationExempt, KeepCorun: o.KeepCorun}
-	prof, derived, err := deriveBenchProfile(src, o, deriv)
+	return nil
+}
+
+// deriveProfiles derives the simulated profile from the calibrated one
+// and writes it to o.ProfileOut, and writes the variants the same runs are
+// priced with beside it (the link's full rate, no cpu tax, this launch's
+// own co-location and fabric share where those were pooled). The fabric's
+// efficiency is fitted here, where not given: it is the share of the
+// NIC's bandwidth at which the derived profile at the full rate takes as
+// long for the measured all-to-all bursts (MeasureBurst,
+// FitFabricEfficiency), so it needs that profile first.
+func (b *simBench) deriveProfiles(ctx context.Context, w, log io.Writer) error {
+	o := &b.o
+	b.deriv = Derivation{Nodes: o.Nodes, Devices: o.Devices, Cores: o.Cores, Link: o.Link, Latency: o.Latency,
+		Colocation: o.Colocation, NetCPUCost: max(o.NetCPUCost, 0), CPUTax: max(o.CPUTax, 0), FabricEfficiency: 1, ColocationExempt: o.ColocationExempt}
+	prof, derived, err := writeDerivedProfile(b.src, *o, b.deriv)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	switch {
-	case derived.Node.Corun > 0:
-		fmt.Fprintf(w, "kernels beside kernels (node.corun %.3g): kept on top of the co-location (--keep-corun)\n", derived.Node.Corun)
-	case bytes.Contains(prof, []byte("# corun:")):
-		fmt.Fprintln(w, "kernels beside kernels (node.corun): left out, the co-location stands for all the workers lose sharing the machine (--keep-corun keeps it)")
+	if bytes.Contains(prof, []byte("# corun:")) {
+		fmt.Fprintln(w, "kernels beside kernels (node.corun): left out, the co-location stands for all the workers lose sharing the machine")
 	}
-	var fabric *FabricBenchResult
-	ownFabric := 0.0 // this launch's own share, when --fabric-from pooled the bursts
-	fullLink := ""   // the profile at the full payload rate, when the fabric's efficiency is below 1
 	if o.FabricEfficiency == 0 {
-		fmt.Fprintf(log, "bench-sim: timing all-to-all bursts on %d workers over --link %s\n", o.Nodes, o.Link)
-		b, err := MeasureBurst(ctx, BurstOptions{Exe: o.Exe, Nodes: o.Nodes, Link: o.Link, Warmup: 2})
-		if err != nil {
-			return nil, err
-		}
-		fit, err := FitFabricEfficiency(ctx, derived, b)
-		if err != nil {
-			return nil, err
-		}
-		fabric = &FabricBenchResult{Burst: b, Link: o.Link.String(), PayloadShare: b.Rate / (float64(o.Link.Rate) / 8 * TCPPayloadShare), Fit: &fit}
-		fmt.Fprintf(w, "fabric: all-to-all bursts of %d x %d KiB per pair took %.4g s (median of %d rounds, %.4g–%.4g), each port %.2f MB/s, %.3f of the payload rate, %.2f cores busy; simulated %s\n",
-			b.Frames, b.FrameBytes>>10, b.Median, len(b.Seconds), slices.Min(b.Seconds), slices.Max(b.Seconds), b.Rate/1e6, fabric.PayloadShare, b.BusyCores, fit.describe(derived.NIC.Bandwidth))
-		o.FabricEfficiency = fit.Efficiency
-		if len(o.FabricFrom) > 0 {
-			fp, err := LoadFabricRounds(o.FabricFrom, o.Link, b.Nodes, b.Frames, b.FrameBytes, b.Streams)
-			if err != nil {
-				return nil, err
-			}
-			pooled := fp.With(b)
-			pfit, err := FitFabricEfficiency(ctx, derived, pooled)
-			if err != nil {
-				return nil, err
-			}
-			fabric.Pooled = &PooledFabricFit{Rounds: len(pooled.Seconds), Launches: fp.Launches + 1, Median: pooled.Median, Fit: pfit}
-			fmt.Fprintf(w, "fabric (pooled): %.4g s, the median of %d rounds of %d launches (this one's and --fabric-from's; %d files of another link or burst skipped); simulated %s\n",
-				pooled.Median, len(pooled.Seconds), fp.Launches+1, fp.Skipped, pfit.describe(derived.NIC.Bandwidth))
-			ownFabric, o.FabricEfficiency = fit.Efficiency, pfit.Efficiency
+		if err := b.fitFabric(ctx, derived, w, log); err != nil {
+			return err
 		}
 	}
-	var curve []FabricCurvePoint
-	if len(o.FabricSizes) > 0 {
-		fmt.Fprintf(log, "bench-sim: timing all-to-all bursts of %d sizes for the fabric's efficiency by size\n", len(o.FabricSizes))
-		var err error
-		if curve, err = MeasureFabricCurve(ctx, BurstOptions{Exe: o.Exe, Nodes: o.Nodes, Link: o.Link, Warmup: 2}, derived, o.FabricSizes, knownBurst(fabric), w); err != nil {
-			return nil, err
-		}
-	}
-	singleFabric := "" // the profile at the one fabric efficiency, when a curve prices the runs
 	if o.FabricEfficiency < 1 {
-		var err error
-		if fullLink, err = writeTempProfile("gostachio-full-link-*.yaml", prof); err != nil {
-			return nil, err
+		if b.variants.fullLink, err = writeTempProfile("gostachio-full-link-*.yaml", prof); err != nil {
+			return err
 		}
-		defer os.Remove(fullLink)
-		deriv.FabricEfficiency = o.FabricEfficiency
-		if prof, derived, err = deriveBenchProfile(src, o, deriv); err != nil {
-			return nil, err
+		b.deriv.FabricEfficiency = o.FabricEfficiency
+		if prof, derived, err = writeDerivedProfile(b.src, *o, b.deriv); err != nil {
+			return err
 		}
 	}
-	if len(curve) > 0 {
-		var err error
-		if singleFabric, err = writeTempProfile("gostachio-single-fabric-*.yaml", prof); err != nil {
-			return nil, err
-		}
-		defer os.Remove(singleFabric)
-		deriv.FabricEfficiency, deriv.FabricCurve = 1, curve
-		if prof, derived, err = deriveBenchProfile(src, o, deriv); err != nil {
-			return nil, err
-		}
+	if err := os.MkdirAll(filepath.Dir(o.ProfileOut), 0o755); err != nil {
+		return fmt.Errorf("cluster: bench-sim: %w", err)
 	}
 	if err := os.WriteFile(o.ProfileOut, append(prof, '\n'), 0o644); err != nil {
-		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+		return fmt.Errorf("cluster: bench-sim: %w", err)
 	}
-	noTax := "" // the profile without the cpu tax, when it has one
-	if deriv.CPUTax > 0 {
-		nd := deriv
+	b.derived = derived
+	if b.deriv.CPUTax > 0 {
+		nd := b.deriv
 		nd.CPUTax = 0
-		if noTax, err = variantProfile(src, o, nd, "gostachio-no-tax-*.yaml"); err != nil {
-			return nil, err
+		if b.variants.noTax, err = variantProfile(b.src, *o, nd, "gostachio-no-tax-*.yaml"); err != nil {
+			return err
 		}
-		defer os.Remove(noTax)
 	}
-	ownFabricProfile := "" // the profile at this launch's own fabric share, when pooled
-	if ownFabric > 0 {
-		fd := deriv
-		fd.FabricEfficiency = ownFabric
-		if ownFabricProfile, err = variantProfile(src, o, fd, "gostachio-own-fabric-*.yaml"); err != nil {
-			return nil, err
+	if b.ownFabric > 0 {
+		fd := b.deriv
+		fd.FabricEfficiency = b.ownFabric
+		if b.variants.ownFabric, err = variantProfile(b.src, *o, fd, "gostachio-own-fabric-*.yaml"); err != nil {
+			return err
 		}
-		defer os.Remove(ownFabricProfile)
 	}
-	ownProfile := "" // the profile at this launch's own co-location, when pooled
-	if own > 0 {
-		od := deriv
-		od.Colocation = own
-		if ownProfile, err = variantProfile(src, o, od, "gostachio-own-colocation-*.yaml"); err != nil {
-			return nil, err
+	if b.own > 0 {
+		od := b.deriv
+		od.Colocation = b.own
+		if b.variants.ownColocation, err = variantProfile(b.src, *o, od, "gostachio-own-colocation-*.yaml"); err != nil {
+			return err
 		}
-		defer os.Remove(ownProfile)
 	}
 	if o.RescaleCPU && derived.Host.Reference <= 0 {
-		return nil, fmt.Errorf("cluster: bench-sim --rescale-cpu: profile %s has no host.reference (the CPU reference's time at calibration): recalibrate it with this version", o.Profile)
+		return fmt.Errorf("cluster: bench-sim --rescale-cpu: profile %s has no host.reference (the CPU reference's time at calibration): recalibrate it with this version", o.Profile)
 	}
+	return nil
+}
+
+// fitFabric times all-to-all bursts on the cluster's network and fits
+// the fabric's efficiency to them against derived, the profile at the
+// link's full rate (pooled with earlier launches' bursts where
+// o.FabricFrom names them): a query's shuffle moves less than a long
+// flow does, and the bursts say how much less without running a query.
+func (b *simBench) fitFabric(ctx context.Context, derived *sim.Profile, w, log io.Writer) error {
+	o := &b.o
+	fmt.Fprintf(log, "bench-sim: timing all-to-all bursts on %d workers over --link %s\n", o.Nodes, o.Link)
+	burst, err := MeasureBurst(ctx, BurstOptions{Exe: o.Exe, Nodes: o.Nodes, Link: o.Link, Warmup: 2})
+	if err != nil {
+		return err
+	}
+	fit, err := FitFabricEfficiency(ctx, derived, burst)
+	if err != nil {
+		return err
+	}
+	b.fabric = &FabricBenchResult{Burst: burst, Link: o.Link.String(), PayloadShare: burst.Rate / (float64(o.Link.Rate) / 8 * TCPPayloadShare), Fit: &fit}
+	fmt.Fprintf(w, "fabric: all-to-all bursts of %d x %d KiB per pair took %.4g s (median of %d rounds, %.4g–%.4g), each port %.2f MB/s, %.3f of the payload rate, %.2f cores busy; simulated %s\n",
+		burst.Frames, burst.FrameBytes>>10, burst.Median, len(burst.Seconds), slices.Min(burst.Seconds), slices.Max(burst.Seconds), burst.Rate/1e6, b.fabric.PayloadShare, burst.BusyCores, fit.describe(derived.NIC.Bandwidth))
+	o.FabricEfficiency = fit.Efficiency
+	if len(o.FabricFrom) == 0 {
+		return nil
+	}
+	fp, err := LoadFabricRounds(o.FabricFrom, o.Link, burst.Nodes, burst.Frames, burst.FrameBytes, burst.Streams)
+	if err != nil {
+		return err
+	}
+	pooled := fp.With(burst)
+	pfit, err := FitFabricEfficiency(ctx, derived, pooled)
+	if err != nil {
+		return err
+	}
+	b.fabric.Pooled = &PooledFabricFit{Rounds: len(pooled.Seconds), Launches: fp.Launches + 1, Median: pooled.Median, Fit: pfit}
+	fmt.Fprintf(w, "fabric (pooled): %.4g s, the median of %d rounds of %d launches (this one's and --fabric-from's; %d files of another link or burst skipped); simulated %s\n",
+		pooled.Median, len(pooled.Seconds), fp.Launches+1, fp.Skipped, pfit.describe(derived.NIC.Bandwidth))
+	b.ownFabric, o.FabricEfficiency = fit.Efficiency, pfit.Efficiency
+	return nil
+}
+
+// removeVariants removes the variant profiles deriveProfiles wrote.
+func (b *simBench) removeVariants() {
+	for _, p := range []string{b.variants.fullLink, b.variants.noTax, b.variants.ownFabric, b.variants.ownColocation} {
+		if p != "" {
+			os.Remove(p)
+		}
+	}
+}
+
+// runLaunches runs the launches' queries on a --netns cluster (the
+// dataset verified first, once, so that the runs need not check their
+// answers) and collects each query's timed runs, in seconds, the MiB it
+// sent and the references rank 0 timed after them. The workers time the
+// references between the queries, not before or after the launch: the
+// machine's speed moves within minutes.
+func (b *simBench) runLaunches(ctx context.Context, log io.Writer) (times map[string][]float64, sent map[string]float64, refs launchRefs, err error) {
+	o := &b.o
 	ds, err := dataset.Open(o.Data)
 	if err != nil {
-		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+		return nil, nil, refs, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
 	if err := engine.VerifyOnce(ctx, ds, log); err != nil {
-		return nil, fmt.Errorf("cluster: bench-sim: %w", err)
+		return nil, nil, refs, fmt.Errorf("cluster: bench-sim: %w", err)
 	}
-	times, sent := make(map[string][]float64), make(map[string]float64)
-	var refs launchRefs
-	for _, list := range launches {
+	times, sent = make(map[string][]float64), make(map[string]float64)
+	for _, list := range b.launches {
 		fmt.Fprintf(log, "bench-sim: %d runs on %d workers (%s, ...)\n", len(list), o.Nodes, strings.Join(list[:min(len(list), 4)], ", "))
 		var stdout bytes.Buffer
 		args := []string{"--data", o.Data, "--query", strings.Join(list, ","), "--devices", strconv.Itoa(o.Devices), "--format", "json", "--no-verify"}
@@ -802,22 +860,32 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		if o.RescaleDisk {
 			args = append(args, "--disk-reference-every", "1", "--disk-reference-profile", o.ProfileOut)
 		}
-		err := Launch(ctx, LaunchOptions{Nodes: o.Nodes, Exe: o.Exe, Netns: true, Link: o.Link, Args: args}, &stdout, log)
+		err := ecluster.Launch(ctx, ecluster.LaunchOptions{Nodes: o.Nodes, Exe: o.Exe, Netns: true, Link: o.Link, Args: args}, &stdout, log)
 		if err != nil {
-			return nil, fmt.Errorf("cluster: bench-sim %s on the cluster: %w", list[0], err)
+			return nil, nil, refs, fmt.Errorf("cluster: bench-sim %s on the cluster: %w", list[0], err)
 		}
-		var res []jsonResult
+		var res []workerResult
 		if err := json.Unmarshal(stdout.Bytes(), &res); err != nil {
-			return nil, fmt.Errorf("cluster: bench-sim %s: unreadable results (%v): %.200s", list[0], err, stdout.Bytes())
+			return nil, nil, refs, fmt.Errorf("cluster: bench-sim %s: unreadable results (%v): %.200s", list[0], err, stdout.Bytes())
 		}
 		if err := timedRuns(list, res, o.Warmup, times, sent, &refs); err != nil {
-			return nil, fmt.Errorf("cluster: bench-sim: results of the launch: %w", err)
+			return nil, nil, refs, fmt.Errorf("cluster: bench-sim: results of the launch: %w", err)
 		}
 	}
+	return times, sent, refs, nil
+}
+
+// rescaleRefs is how the references timed beside the runs rescale the
+// simulated machine (--rescale-cpu, --rescale-disk): the CPU reference's
+// mean over its time at calibration, the disk reference's throughput over
+// the profile's model of it. This machine's CPU and disk speeds move by
+// the hour, and the engine's times with them.
+func (b *simBench) rescaleRefs(refs launchRefs, w io.Writer) (rescale, error) {
+	o, derived := &b.o, b.derived
 	var ratio rescale
 	if o.RescaleCPU {
 		if len(refs.cpu) == 0 {
-			return nil, fmt.Errorf("cluster: bench-sim --rescale-cpu: rank 0 timed no CPU reference")
+			return ratio, fmt.Errorf("cluster: bench-sim --rescale-cpu: rank 0 timed no CPU reference")
 		}
 		mean := meanNs(refs.cpu)
 		ratio.cpu = mean / float64(derived.Host.Reference)
@@ -826,7 +894,7 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 	}
 	if o.RescaleDisk {
 		if len(refs.disk) == 0 {
-			return nil, fmt.Errorf("cluster: bench-sim --rescale-disk: rank 0 timed no disk reference")
+			return ratio, fmt.Errorf("cluster: bench-sim --rescale-disk: rank 0 timed no disk reference")
 		}
 		// The reads' bytes over their time, as validate's total bytes
 		// over total time.
@@ -840,71 +908,72 @@ func BenchSim(ctx context.Context, o SimBenchOptions, w, log io.Writer) ([]SimBe
 		fmt.Fprintf(w, "disk reference beside the engine: %.3f GB/s (%d reads of %d MiB, one after each timed run) vs %.3f GB/s in the profile's storage model: x%.3f, the simulator's disk bandwidth scaled by it\n",
 			measured/1e9, len(refs.disk), int64(bytes)/int64(len(refs.disk))>>20, model/1e9, ratio.disk)
 	}
+	return ratio, nil
+}
+
+// simulateRows simulates each query on the derived profile, rescaled by
+// ratio, and compares it with the engine's runs; each row also carries the
+// query priced on the variants and without the rescaling, so that one set
+// of engine runs is priced every way the launch measured.
+func (b *simBench) simulateRows(ctx context.Context, times map[string][]float64, sent map[string]float64, ratio rescale) ([]SimBenchRow, error) {
+	o := &b.o
 	var rows []SimBenchRow
 	for _, q := range o.Queries {
-		sec, err := simMakespan(ctx, o, o.ProfileOut, q, ratio)
+		sec, err := simMakespan(ctx, *o, o.ProfileOut, q, ratio)
 		if err != nil {
 			return rows, err
 		}
 		row := simBenchRow(q, times[q], sec, sent[q])
 		row.Colocation, row.NetCPUCost = o.Colocation, max(o.NetCPUCost, 0)
-		row.NetCPUBusy, row.NetCPUSoftirq = netBusy, netSoftirq
-		row.CPUTax, row.CPUTaxRuns = deriv.CPUTax, taxRuns
-		if noTax != "" {
-			if row.SimNoTax, err = simMakespan(ctx, o, noTax, q, ratio); err != nil {
+		row.NetCPUBusy, row.NetCPUSoftirq = b.netBusy, b.netSoftir
+		row.CPUTax, row.CPUTaxRuns = b.deriv.CPUTax, b.taxRuns
+		if b.variants.noTax != "" {
+			if row.SimNoTax, err = simMakespan(ctx, *o, b.variants.noTax, q, ratio); err != nil {
 				return rows, err
 			}
 		}
 		if o.Colocation < 1 {
 			row.ColocationExempt = o.ColocationExempt
 		}
-		row.FabricEfficiency, row.Fabric, row.FabricCurve = o.FabricEfficiency, fabric, curve
-		row.Corun = derived.Node.Corun
-		if len(pool.Ratios) > 0 {
-			row.ColocationPooled, row.ColocationPooledLaunches = len(pool.Ratios), pool.Launches
+		row.FabricEfficiency, row.Fabric = o.FabricEfficiency, b.fabric
+		if len(b.pool.Ratios) > 0 {
+			row.ColocationPooled, row.ColocationPooledLaunches = len(b.pool.Ratios), b.pool.Launches
 		}
-		if ownFabricProfile != "" {
-			row.FabricOwn = ownFabric
-			if row.SimOwnFabric, err = simMakespan(ctx, o, ownFabricProfile, q, ratio); err != nil {
+		if b.variants.ownFabric != "" {
+			row.FabricOwn = b.ownFabric
+			if row.SimOwnFabric, err = simMakespan(ctx, *o, b.variants.ownFabric, q, ratio); err != nil {
 				return rows, err
 			}
 		}
-		if ownProfile != "" {
-			row.ColocationOwn = own
-			if row.SimOwnColocation, err = simMakespan(ctx, o, ownProfile, q, ratio); err != nil {
+		if b.variants.ownColocation != "" {
+			row.ColocationOwn = b.own
+			if row.SimOwnColocation, err = simMakespan(ctx, *o, b.variants.ownColocation, q, ratio); err != nil {
 				return rows, err
 			}
 		}
-		if fullLink != "" {
-			if row.SimFullLink, err = simMakespan(ctx, o, fullLink, q, ratio); err != nil {
-				return rows, err
-			}
-		}
-		if singleFabric != "" {
-			if row.SimSingleFabric, err = simMakespan(ctx, o, singleFabric, q, ratio); err != nil {
+		if b.variants.fullLink != "" {
+			if row.SimFullLink, err = simMakespan(ctx, *o, b.variants.fullLink, q, ratio); err != nil {
 				return rows, err
 			}
 		}
 		row.Link, row.Nodes, row.Devices = o.Link.String(), o.Nodes, o.Devices
-		row.ColocationRatios = ratios
-		row.ColocationLoop = loop
+		row.ColocationRatios = b.ratios
 		if o.RescaleCPU || o.RescaleDisk {
-			if row.SimUnscaled, err = simMakespan(ctx, o, o.ProfileOut, q, rescale{}); err != nil {
+			if row.SimUnscaled, err = simMakespan(ctx, *o, o.ProfileOut, q, rescale{}); err != nil {
 				return rows, err
 			}
 			row.CPURatio, row.DiskRatio = ratio.cpu, ratio.disk
 		}
 		if o.RescaleCPU && o.RescaleDisk {
-			if row.SimCPUOnly, err = simMakespan(ctx, o, o.ProfileOut, q, rescale{cpu: ratio.cpu}); err != nil {
+			if row.SimCPUOnly, err = simMakespan(ctx, *o, o.ProfileOut, q, rescale{cpu: ratio.cpu}); err != nil {
 				return rows, err
 			}
-			if row.SimDiskOnly, err = simMakespan(ctx, o, o.ProfileOut, q, rescale{disk: ratio.disk}); err != nil {
+			if row.SimDiskOnly, err = simMakespan(ctx, *o, o.ProfileOut, q, rescale{disk: ratio.disk}); err != nil {
 				return rows, err
 			}
 		}
 		rows = append(rows, row)
 	}
-	printSimBench(w, o, rows)
 	return rows, nil
 }
 
@@ -948,16 +1017,19 @@ func writeTempProfile(pattern string, prof []byte) (string, error) {
 // file named after pattern (os.CreateTemp's) and returns its path, which the
 // caller removes.
 func variantProfile(src []byte, o SimBenchOptions, d Derivation, pattern string) (string, error) {
-	p, _, err := deriveBenchProfile(src, o, d)
+	p, _, err := writeDerivedProfile(src, o, d)
 	if err != nil {
 		return "", err
 	}
 	return writeTempProfile(pattern, p)
 }
 
-// deriveBenchProfile is bench-sim's profile for d (DeriveProfile, named
-// and headed as derived), as YAML and parsed.
-func deriveBenchProfile(src []byte, o SimBenchOptions, d Derivation) ([]byte, *sim.Profile, error) {
+// writeDerivedProfile writes bench-sim's profile for d as YAML, and
+// parses it as it would be read from o.ProfileOut: src's lines edited by
+// DeriveProfile, headed by a comment naming o.Profile and named
+// netns-NAME. It is the one place bench-sim makes a profile's text; the
+// callers write it to files.
+func writeDerivedProfile(src []byte, o SimBenchOptions, d Derivation) ([]byte, *sim.Profile, error) {
 	prof, err := DeriveProfile(src, d)
 	if err != nil {
 		return nil, nil, err
@@ -1080,7 +1152,6 @@ func printSimBench(w io.Writer, o SimBenchOptions, rows []SimBenchRow) {
 	printRepriced(w, "CPU rescaled alone", rows, func(r SimBenchRow) float64 { return r.SimCPUOnly })
 	printRepriced(w, "disk rescaled alone", rows, func(r SimBenchRow) float64 { return r.SimDiskOnly })
 	printRepriced(w, "at the link's full payload rate (no fabric efficiency)", rows, func(r SimBenchRow) float64 { return r.SimFullLink })
-	printRepriced(w, singleFabricWhat, rows, func(r SimBenchRow) float64 { return r.SimSingleFabric })
 	printRepriced(w, "without the cpu tax", rows, func(r SimBenchRow) float64 { return r.SimNoTax })
 	if len(rows) > 0 && rows[0].ColocationOwn > 0 {
 		printRepriced(w, fmt.Sprintf("at this launch's own co-location (%.3f, not pooled)", rows[0].ColocationOwn), rows, func(r SimBenchRow) float64 { return r.SimOwnColocation })
@@ -1089,10 +1160,6 @@ func printSimBench(w io.Writer, o SimBenchOptions, rows []SimBenchRow) {
 		printRepriced(w, fmt.Sprintf("at this launch's own fabric share (%.3f, not pooled)", rows[0].FabricOwn), rows, func(r SimBenchRow) float64 { return r.SimOwnFabric })
 	}
 }
-
-// singleFabricWhat names the pricing at one fabric efficiency where a
-// fabric curve priced the runs.
-const singleFabricWhat = "at one fabric efficiency (bursts of 7 x 384 KiB per pair) instead of by the exchanges' sizes"
 
 // printRepriced prints the rows' errors with the simulated times sim
 // gives instead, when the first row has one.

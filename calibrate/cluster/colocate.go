@@ -51,32 +51,6 @@ type ColocationOptions struct {
 	// (0: GOMAXPROCS). The process alone runs GOMAXPROCS loops, as the
 	// single-process engine runs a device per core.
 	Threads int
-	// Work is what the processes run (ColocationWork; zero: the loop).
-	Work ColocationWork
-}
-
-// ColocationWork is the work of a co-location measurement: the hash
-// build-and-probe loop (Data empty), or the leading operators of Queries'
-// scan pipelines over the first chunks of their tables in Data.
-type ColocationWork struct {
-	Data    string
-	Queries []string
-}
-
-// String names the work ("loop", or "queries q3,q5").
-func (w ColocationWork) String() string {
-	if w.Data == "" {
-		return "loop"
-	}
-	return "queries " + strings.Join(w.Queries, ",")
-}
-
-// peerArgs are the colocate-peer flags that select w.
-func (w ColocationWork) peerArgs() []string {
-	if w.Data == "" {
-		return nil
-	}
-	return []string{"--data", w.Data, "--queries", strings.Join(w.Queries, ",")}
 }
 
 // ColocationResult is the measurement: kernel-loop iterations per second,
@@ -110,7 +84,7 @@ func MeasureColocation(ctx context.Context, o ColocationOptions) (ColocationResu
 			if n > 1 {
 				threads = o.Threads
 			}
-			rate, err := colocateRound(ctx, o.Exe, n, threads, o.Duration, o.Work)
+			rate, err := colocateRound(ctx, o.Exe, n, threads, o.Duration)
 			if err != nil {
 				return res, err
 			}
@@ -157,7 +131,7 @@ func colocationEfficiency(alone, together []float64) (eff float64, ok bool) {
 // colocateRound starts n peers of threads kernel loops each (0: their
 // GOMAXPROCS), lets them all set up, starts them at once and returns their
 // summed iterations per second.
-func colocateRound(ctx context.Context, exe string, n, threads int, d time.Duration, work ColocationWork) (float64, error) {
+func colocateRound(ctx context.Context, exe string, n, threads int, d time.Duration) (float64, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	type peer struct {
 		cmd  *exec.Cmd
@@ -176,7 +150,7 @@ func colocateRound(ctx context.Context, exe string, n, threads int, d time.Durat
 		}
 	}()
 	for i := range peers {
-		args := append([]string{"cluster", "colocate-peer", "--duration", d.String(), "--threads", strconv.Itoa(threads)}, work.peerArgs()...)
+		args := []string{"cluster", "colocate-peer", "--duration", d.String(), "--threads", strconv.Itoa(threads)}
 		p := &peer{cmd: exec.CommandContext(ctx, exe, args...)}
 		p.cmd.Stderr = &p.errb
 		in, err := p.cmd.StdinPipe()
@@ -215,8 +189,7 @@ func colocateRound(ctx context.Context, exe string, n, threads int, d time.Durat
 	return total, nil
 }
 
-// colocateReport is one peer's count: kernel-loop iterations, or rows
-// through the queries' operators.
+// colocateReport is one peer's count of kernel-loop iterations.
 type colocateReport struct {
 	Iterations int64   `json:"iterations"`
 	Seconds    float64 `json:"seconds"`
@@ -224,10 +197,10 @@ type colocateReport struct {
 
 // RunColocatePeer is one process of the measurement (the hidden `gostachio
 // cluster colocate-peer`): it builds its inputs, writes "ready", waits
-// for stdin to end, runs threads loops of work at once (0: one per core it
+// for stdin to end, runs threads kernel loops at once (0: one per core it
 // has; as a worker's kernels do, with the workers' garbage collector
 // settings) for d and writes a colocateReport as JSON.
-func RunColocatePeer(ctx context.Context, d time.Duration, threads int, work ColocationWork, stdin io.Reader, stdout io.Writer) error {
+func RunColocatePeer(ctx context.Context, d time.Duration, threads int, stdin io.Reader, stdout io.Writer) error {
 	if d <= 0 {
 		return fmt.Errorf("cluster: colocate-peer: duration %v", d)
 	}
@@ -238,10 +211,7 @@ func RunColocatePeer(ctx context.Context, d time.Duration, threads int, work Col
 		threads = runtime.GOMAXPROCS(0)
 	}
 	defer engine.TuneGC()()
-	step, err := colocateStep(work)
-	if err != nil {
-		return fmt.Errorf("cluster: colocate-peer: %w", err)
-	}
+	build, probe := colocateInputs()
 	if _, err := fmt.Fprintln(stdout, "ready"); err != nil {
 		return err
 	}
@@ -252,15 +222,14 @@ func RunColocatePeer(ctx context.Context, d time.Duration, threads int, work Col
 	start := time.Now()
 	end := start.Add(d)
 	var wg sync.WaitGroup
-	for th := range threads {
+	for range threads {
 		wg.Go(func() {
-			for i := 0; time.Now().Before(end) && ctx.Err() == nil; i++ {
-				done, err := step(th, i)
-				if err != nil {
+			for time.Now().Before(end) && ctx.Err() == nil {
+				if err := colocateIteration(build, probe); err != nil {
 					once.Do(func() { firstErr = err })
 					return
 				}
-				n.Add(done)
+				n.Add(1)
 			}
 		})
 	}
@@ -269,17 +238,6 @@ func RunColocatePeer(ctx context.Context, d time.Duration, threads int, work Col
 		return fmt.Errorf("cluster: colocate-peer: %w", firstErr)
 	}
 	return json.NewEncoder(stdout).Encode(colocateReport{Iterations: n.Load(), Seconds: time.Since(start).Seconds()})
-}
-
-// colocateStep returns the unit of work of a peer: step(thread, i) does
-// thread's i-th piece and returns how much it did (loop iterations, or
-// rows).
-func colocateStep(work ColocationWork) (step func(thread, i int) (int64, error), err error) {
-	if work.Data != "" {
-		return queryOpsStep(work)
-	}
-	build, probe := colocateInputs()
-	return func(int, int) (int64, error) { return 1, colocateIteration(build, probe) }, nil
 }
 
 // colocateInputs are a build side of 256 Ki keys (every 4th integer, with

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"gostachio/plan"
+	ecluster "gostachio/engine/cluster"
 	"gostachio/sim"
 )
 
@@ -22,7 +22,7 @@ import (
 // machine's cores (capped by the profile's) shared by the nodes, and the
 // NVMe bandwidth untouched (one disk, shared by the simulator).
 // The source profile's node.corun is left out of the derived one, with a
-// comment, unless kept; deriving again keeps the comment once.
+// comment; deriving again keeps the comment once.
 func TestDeriveProfileCorun(t *testing.T) {
 	src, err := os.ReadFile("../../sim/profiles/devbox-xeon.yaml")
 	if err != nil {
@@ -32,28 +32,21 @@ func TestDeriveProfileCorun(t *testing.T) {
 	if err != nil || !(orig.Node.Corun > 0) {
 		t.Fatalf("devbox-xeon: corun %v (%v), want one", orig.Node.Corun, err)
 	}
-	d := Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.7}
-	for _, keep := range []bool{false, true} {
-		d.KeepCorun = keep
-		out, err := DeriveProfile(src, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p, err := sim.ParseProfile("derived", out)
-		if err != nil {
-			t.Fatalf("keep %v: %v\n%s", keep, err, out)
-		}
-		want := 0.0
-		if keep {
-			want = orig.Node.Corun
-		}
-		if p.Node.Corun != want || strings.Contains(string(out), "# corun:") == keep {
-			t.Errorf("keep %v: corun %v, want %v (and a comment where left out):\n%s", keep, p.Node.Corun, want, out)
-		}
-		again, err := DeriveProfile(out, d)
-		if err != nil || string(again) != string(out) {
-			t.Errorf("keep %v: deriving twice differs (%v)", keep, err)
-		}
+	d := Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: ecluster.Link{Rate: 1e9}, Colocation: 0.7}
+	out, err := DeriveProfile(src, d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := sim.ParseProfile("derived", out)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out)
+	}
+	if p.Node.Corun != 0 || strings.Count(string(out), "# corun:") != 1 {
+		t.Errorf("corun %v, want none and a comment where it was:\n%s", p.Node.Corun, out)
+	}
+	again, err := DeriveProfile(out, d)
+	if err != nil || string(again) != string(out) {
+		t.Errorf("deriving twice differs (%v)", err)
 	}
 }
 
@@ -70,7 +63,7 @@ func TestDeriveProfile(t *testing.T) {
 		cores     int
 		wantCores float64
 	}{{1, 1}, {16, orig.Node.HostCores}} {
-		out, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: tc.cores, Link: Link{Rate: 100e6}, Latency: 15 * time.Microsecond, Colocation: 1})
+		out, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: tc.cores, Link: ecluster.Link{Rate: 100e6}, Latency: 15 * time.Microsecond, Colocation: 1})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -92,7 +85,7 @@ func TestDeriveProfile(t *testing.T) {
 			t.Errorf("nvme bandwidth %v, want the profile's %v", p.NVMe.Bandwidth, orig.NVMe.Bandwidth)
 		}
 		// Deriving again (shared_machine already present) changes nothing.
-		again, err := DeriveProfile(out, Derivation{Nodes: 4, Devices: 1, Cores: tc.cores, Link: Link{Rate: 100e6}, Latency: 15 * time.Microsecond, Colocation: 1})
+		again, err := DeriveProfile(out, Derivation{Nodes: 4, Devices: 1, Cores: tc.cores, Link: ecluster.Link{Rate: 100e6}, Latency: 15 * time.Microsecond, Colocation: 1})
 		if err != nil || string(again) != string(out) {
 			t.Errorf("deriving twice differs (%v):\n%s\n---\n%s", err, out, again)
 		}
@@ -100,7 +93,7 @@ func TestDeriveProfile(t *testing.T) {
 	// A co-location efficiency becomes the host's loss under
 	// oversubscription (4 workers x 1 device on 2 cores), keeps the cores,
 	// says so, and deriving again replaces it.
-	out, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.4})
+	out, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: ecluster.Link{Rate: 1e9}, Colocation: 0.4})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -111,53 +104,53 @@ func TestDeriveProfile(t *testing.T) {
 	if !strings.Contains(string(out), "colocation: 0.4  # measured") {
 		t.Errorf("the derived colocation line does not say where it comes from:\n%s", out)
 	}
-	again, err := DeriveProfile(out, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.5, ColocationExempt: DefaultColocationExempt})
+	again, err := DeriveProfile(out, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: ecluster.Link{Rate: 1e9}, Colocation: 0.5, ColocationExempt: DefaultColocationExempt})
 	if p2, err2 := sim.ParseProfile("again", again); err != nil || err2 != nil || p2.Node.Colocation != 0.5 || strings.Count(string(again), "colocation:") != 1 ||
 		!slices.Equal(p2.Node.ColocationExempt, DefaultColocationExempt) {
 		t.Errorf("deriving again with 0.5 and the aggregates exempt: %v %v\n%s", err, err2, again)
 	}
 	// Deriving once more without exemptions drops the line.
-	if none, err := DeriveProfile(again, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.5}); err != nil || strings.Contains(string(none), "colocation_exempt") {
+	if none, err := DeriveProfile(again, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: ecluster.Link{Rate: 1e9}, Colocation: 0.5}); err != nil || strings.Contains(string(none), "colocation_exempt") {
 		t.Errorf("deriving without exemptions: %v\n%s", err, none)
 	}
 	// No more kernels than cores: nothing to lose, no colocation lines.
-	out, err = DeriveProfile(src, Derivation{Nodes: 2, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 0.4})
+	out, err = DeriveProfile(src, Derivation{Nodes: 2, Devices: 1, Cores: 2, Link: ecluster.Link{Rate: 1e9}, Colocation: 0.4})
 	if p, err2 := sim.ParseProfile("derived", out); err != nil || err2 != nil || p.Node.Colocation != 0 {
 		t.Errorf("2 workers x 1 device on 2 cores: colocation %v (%v, %v), want none", p.Node.Colocation, err, err2)
 	}
 	// A network CPU cost becomes node.net_cpu_cost, says what it is, and
 	// deriving again replaces it; a negative or infinite one is refused.
-	out, err = DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 1, NetCPUCost: 1.5})
+	out, err = DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: ecluster.Link{Rate: 1e9}, Colocation: 1, NetCPUCost: 1.5})
 	if p, err2 := sim.ParseProfile("derived", out); err != nil || err2 != nil || p.Node.NetCPUCost != 1.5 || !strings.Contains(string(out), "net_cpu_cost: 1.5  # the TCP stack's CPU") {
 		t.Errorf("network cost 1.5: %v %v\n%s", err, err2, out)
 	}
-	again, err = DeriveProfile(out, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 1, NetCPUCost: 0.5})
+	again, err = DeriveProfile(out, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: ecluster.Link{Rate: 1e9}, Colocation: 1, NetCPUCost: 0.5})
 	if p, err2 := sim.ParseProfile("again", again); err != nil || err2 != nil || p.Node.NetCPUCost != 0.5 || strings.Count(string(again), "net_cpu_cost:") != 1 {
 		t.Errorf("deriving again with network cost 0.5: %v %v\n%s", err, err2, again)
 	}
 	for _, c := range []float64{-1, math.Inf(1), math.NaN()} {
-		if _, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 1, NetCPUCost: c}); err == nil {
+		if _, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: ecluster.Link{Rate: 1e9}, Colocation: 1, NetCPUCost: c}); err == nil {
 			t.Errorf("network cost %v accepted", c)
 		}
 	}
 	// A fabric efficiency scales the NIC's payload rate and says so; one
 	// outside (0, 1] is refused.
-	out, err = DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 1, FabricEfficiency: 0.8})
+	out, err = DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: ecluster.Link{Rate: 1e9}, Colocation: 1, FabricEfficiency: 0.8})
 	if p, err2 := sim.ParseProfile("derived", out); err != nil || err2 != nil || math.Abs(p.NIC.Bandwidth.PerNs()-0.8*1e9/8/1e9*1448/1514) > 1e-6 ||
 		!strings.Contains(string(out), "x 0.800, the share of it a port moved in all-to-all bursts") {
 		t.Errorf("fabric efficiency 0.8: %v %v\n%s", err, err2, out)
 	}
 	for _, f := range []float64{-0.5, 1.5, math.NaN()} {
-		if _, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 1, FabricEfficiency: f}); err == nil {
+		if _, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: ecluster.Link{Rate: 1e9}, Colocation: 1, FabricEfficiency: f}); err == nil {
 			t.Errorf("fabric efficiency %v accepted", f)
 		}
 	}
 	for _, eff := range []float64{0, -1, 1.5} {
-		if _, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 1, Link: Link{Rate: 1e9}, Colocation: eff}); err == nil {
+		if _, err := DeriveProfile(src, Derivation{Nodes: 4, Devices: 1, Cores: 1, Link: ecluster.Link{Rate: 1e9}, Colocation: eff}); err == nil {
 			t.Errorf("efficiency %v accepted", eff)
 		}
 	}
-	if _, err := DeriveProfile([]byte("name: x\nnode:\n  gpus: 1\n"), Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 1e9}, Colocation: 1}); err == nil || !strings.Contains(err.Error(), "host_cores") {
+	if _, err := DeriveProfile([]byte("name: x\nnode:\n  gpus: 1\n"), Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: ecluster.Link{Rate: 1e9}, Colocation: 1}); err == nil || !strings.Contains(err.Error(), "host_cores") {
 		t.Errorf("profile without host_cores: err %v, want one naming host_cores", err)
 	}
 }
@@ -185,64 +178,11 @@ func TestMeasureColocation(t *testing.T) {
 		t.Errorf("two processes: %+v, want a positive efficiency", two)
 	}
 	t.Logf("2 processes: efficiency %.3f", two.Efficiency)
-	if err := RunColocatePeer(context.Background(), 0, 0, ColocationWork{}, strings.NewReader(""), io.Discard); err == nil {
+	if err := RunColocatePeer(context.Background(), 0, 0, strings.NewReader(""), io.Discard); err == nil {
 		t.Error("a peer with duration 0 ran")
 	}
-	if err := RunColocatePeer(context.Background(), time.Second, -1, ColocationWork{}, strings.NewReader(""), io.Discard); err == nil {
+	if err := RunColocatePeer(context.Background(), time.Second, -1, strings.NewReader(""), io.Discard); err == nil {
 		t.Error("a peer with -1 threads ran")
-	}
-}
-
-// TestQueryOpsWork: the queries' co-location work runs each scan
-// pipeline's leading operators over its table's first rows, the pipelines
-// in turn, and counts their rows; a peer measures it like the loop.
-func TestQueryOpsWork(t *testing.T) {
-	dir := testData(t)
-	// q6 scans lineitem once (filter, partial aggregate); q3 scans
-	// customer, orders and lineitem, each behind a filter. At SF0.01 each
-	// input is its whole table (under queryOpsRows rows).
-	for _, tc := range []struct {
-		query string
-		want  []int64
-	}{{"q6", []int64{60175}}, {"q3", []int64{1500, 15000, 60175}}} {
-		step, err := queryOpsStep(ColocationWork{Data: dir, Queries: []string{tc.query}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		seen := map[int64]int{}
-		for i := range 2 * len(tc.want) {
-			n, err := step(1, i)
-			if err != nil {
-				t.Fatal(err)
-			}
-			seen[n]++
-		}
-		for _, w := range tc.want {
-			if seen[w] != 2 {
-				t.Errorf("%s: %d rows in %d of %d steps, want 2 (steps %v)", tc.query, w, seen[w], 2*len(tc.want), seen)
-			}
-		}
-	}
-	if _, err := queryOpsStep(ColocationWork{Data: dir, Queries: []string{"q99"}}); err == nil {
-		t.Error("an unknown query gave work")
-	}
-	ops := []plan.Op{{Kind: plan.OpFilter}, {Kind: plan.OpProject}, {Kind: plan.OpAggPartial}, {Kind: plan.OpSort}}
-	if got := leadingOps(ops); len(got) != 3 {
-		t.Errorf("leadingOps kept %d ops, want the filter, projection and partial aggregate", len(got))
-	}
-	if got := leadingOps([]plan.Op{{Kind: plan.OpFilter}, {Kind: plan.OpHashProbe}}); len(got) != 1 {
-		t.Errorf("leadingOps kept %d ops before a probe, want 1", len(got))
-	}
-	if testing.Short() {
-		return
-	}
-	c, err := MeasureColocation(context.Background(), ColocationOptions{Exe: gostachioBin(t), Nodes: 2, Duration: 300 * time.Millisecond, Rounds: 1,
-		Work: ColocationWork{Data: dir, Queries: []string{"q3"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !(c.Efficiency > 0) || c.Alone[0] < 1000 {
-		t.Errorf("queries' work: %+v, want a positive efficiency from rows per second", c)
 	}
 }
 
@@ -280,7 +220,7 @@ func TestBenchSimOrder(t *testing.T) {
 // launch's measurements start.
 func TestBenchSimRescaleDiskChecksFirst(t *testing.T) {
 	var out, log bytes.Buffer
-	_, err := BenchSim(context.Background(), SimBenchOptions{Nodes: 4, Link: Link{Rate: 1e9}, Data: testData(t), Queries: []string{"q3"},
+	_, err := BenchSim(context.Background(), SimBenchOptions{Nodes: 4, Link: ecluster.Link{Rate: 1e9}, Data: testData(t), Queries: []string{"q3"},
 		Profile: "../../sim/profiles/devbox-xeon.yaml", ProfileOut: filepath.Join(t.TempDir(), "p.yaml"), RescaleDisk: true}, &out, &log)
 	if err == nil || !strings.Contains(err.Error(), "--rescale-disk") || !strings.Contains(err.Error(), "SF 0.25") {
 		t.Fatalf("err %v, want --rescale-disk naming the dataset's size", err)
@@ -295,9 +235,9 @@ func TestBenchSimRescaleDiskChecksFirst(t *testing.T) {
 // query or a missing one is an error naming it.
 func TestTimedRuns(t *testing.T) {
 	list := []string{"q3", "q9", "q9", "q3", "q3", "q9"}
-	var res []jsonResult
+	var res []workerResult
 	for i, q := range list {
-		res = append(res, jsonResult{Query: q, Seconds: float64(i + 1), SentBytes: int64(i+1) << 20,
+		res = append(res, workerResult{Query: q, Seconds: float64(i + 1), SentBytes: int64(i+1) << 20,
 			ReferenceNs: int64(100 * (i + 1)), DiskReferenceNs: int64(7000 * (i + 1)), DiskReferenceBytes: 1 << 20})
 	}
 	res[4].ReferenceNs = 0     // not timed after that run
@@ -379,55 +319,5 @@ func TestColocationEfficiency(t *testing.T) {
 		if _, ok := colocationEfficiency(alone, []float64{6, 10, 30}); ok {
 			t.Errorf("alone %v: ok, want no efficiency", alone)
 		}
-	}
-}
-
-// TestDeriveProfileFabricCurve: a fabric curve becomes nic_efficiency,
-// one point per size with its measurement in a comment, beside the NIC at
-// the full payload rate; deriving again replaces it (or drops it); and a
-// curve with one fabric efficiency below 1 is refused.
-func TestDeriveProfileFabricCurve(t *testing.T) {
-	src, err := os.ReadFile("../../sim/profiles/devbox-calibrated.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	point := func(pair int64, frames int, e float64) FabricCurvePoint {
-		return FabricCurvePoint{PairBytes: pair, Burst: BurstResult{Frames: frames, FrameBytes: pair / int64(frames), Median: 0.25}, Fit: FabricFit{Efficiency: e}, PayloadShare: e}
-	}
-	d := Derivation{Nodes: 4, Devices: 1, Cores: 2, Link: Link{Rate: 100e6}, Colocation: 1,
-		FabricCurve: []FabricCurvePoint{point(256<<10, 1, 0.25), point(3<<20, 8, 0.8)}}
-	out, err := DeriveProfile(src, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := sim.ParseProfile("derived", out)
-	if err != nil {
-		t.Fatalf("%v\n%s", err, out)
-	}
-	want := []sim.FabricPoint{{PairBytes: 256 << 10, Efficiency: 0.25}, {PairBytes: 3 << 20, Efficiency: 0.8}}
-	if !slices.Equal(p.NICEfficiency, want) {
-		t.Errorf("nic_efficiency %v, want %v", p.NICEfficiency, want)
-	}
-	if got, full := p.NIC.Bandwidth.PerNs(), 100e6/8/1e9*1448/1514; math.Abs(got-full) > 1e-6*full {
-		t.Errorf("nic bandwidth %g B/ns, want the full payload rate %g", got, full)
-	}
-	if !strings.Contains(string(out), "  - {pair_bytes: 3145728, efficiency: 0.8}  # 8 x 384 KiB per pair: 0.25 s") {
-		t.Errorf("no commented point for 3 MiB:\n%s", out)
-	}
-	d.FabricCurve = d.FabricCurve[1:]
-	again, err := DeriveProfile(out, d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p, err := sim.ParseProfile("again", again); err != nil || len(p.NICEfficiency) != 1 || strings.Count(string(again), "nic_efficiency:") != 1 {
-		t.Errorf("derived again with one point: %v (%v)\n%s", p.NICEfficiency, err, again)
-	}
-	d.FabricCurve = nil
-	if none, err := DeriveProfile(out, d); err != nil || strings.Contains(string(none), "nic_efficiency") {
-		t.Errorf("derived again without a curve: %v\n%s", err, none)
-	}
-	d.FabricCurve, d.FabricEfficiency = []FabricCurvePoint{point(1<<20, 4, 0.5)}, 0.8
-	if _, err := DeriveProfile(src, d); err == nil || !strings.Contains(err.Error(), "not with one fabric efficiency") {
-		t.Errorf("a curve and an efficiency of 0.8: err %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	ecluster "gostachio/engine/cluster"
 )
 
 // LoadFabricRounds: each launch's burst rounds once (its rows repeat
@@ -29,7 +31,7 @@ func TestLoadFabricRounds(t *testing.T) {
 	staggered := burst("100Mbit", 0.4)
 	staggered.Burst.Starts = [][]int64{{0, 1}, {1, 0}}
 	stag := write("stag.json", []SimBenchRow{row("q3", staggered)})
-	link, err := ParseLink("100Mbit")
+	link, err := ecluster.ParseLink("100Mbit")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,16 +67,16 @@ func TestLoadFabricRounds(t *testing.T) {
 	}
 }
 
-// bench-sim refuses --fabric-from beside a given share or a fabric curve
-// before it measures anything.
+// bench-sim refuses --fabric-from beside a given share before it measures
+// anything.
 func TestBenchSimFabricFromChecksFirst(t *testing.T) {
-	for _, o := range []SimBenchOptions{{FabricEfficiency: 0.8}, {FabricSizes: []int64{128 << 10}}} {
+	for _, o := range []SimBenchOptions{{FabricEfficiency: 0.8}} {
 		var out, log bytes.Buffer
-		o.Nodes, o.Link, o.Data, o.Queries = 4, Link{Rate: 1e9}, testData(t), []string{"q3"}
+		o.Nodes, o.Link, o.Data, o.Queries = 4, ecluster.Link{Rate: 1e9}, testData(t), []string{"q3"}
 		o.Profile, o.ProfileOut, o.FabricFrom = "../../sim/profiles/devbox-xeon.yaml", filepath.Join(t.TempDir(), "p.yaml"), []string{"a.json"}
 		_, err := BenchSim(context.Background(), o, &out, &log)
 		if err == nil || !strings.Contains(err.Error(), "--fabric-from pools measured bursts") {
-			t.Errorf("efficiency %v, sizes %v: err %v, want --fabric-from refused", o.FabricEfficiency, o.FabricSizes, err)
+			t.Errorf("efficiency %v: err %v, want --fabric-from refused", o.FabricEfficiency, err)
 		}
 		if out.Len() > 0 || strings.Contains(log.String(), "measuring") {
 			t.Errorf("measured before refusing:\n%s%s", out.String(), log.String())

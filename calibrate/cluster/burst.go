@@ -16,13 +16,11 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"gostachio/costmodel"
-	"gostachio/engine"
+	ecluster "gostachio/engine/cluster"
 	"gostachio/internal/stats"
-	"gostachio/kernels/cpu"
 	"gostachio/sim"
 )
 
@@ -30,7 +28,7 @@ import (
 // shaped link carries a long TCP flow at its payload rate, but a query's
 // shuffle is short and many-flowed: every worker sends to every other at
 // once, three flows converge on each port, and a flow that starts into a
-// full port buffer loses packets and time (README, issue 9: q5 at 100
+// full port buffer loses packets and time (README: q5 at 100
 // Mbit/s moved its busiest egress at 62–81% of the payload rate while it
 // had a send in flight). MeasureBurst times that pattern on the emulated
 // fabric, outside any query: Nodes processes in the cluster's namespaces,
@@ -49,7 +47,7 @@ type BurstOptions struct {
 	Exe string
 	// Nodes namespaces joined as a --netns cluster, shaped as Link.
 	Nodes int
-	Link  Link
+	Link  ecluster.Link
 	// Frames of FrameBytes each worker sends to each other in a round,
 	// Streams of them in flight per peer (defaults: DefaultBurstFrames of
 	// 384 KiB, 4 in flight).
@@ -124,11 +122,11 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 	if o.Stagger > 0 {
 		res.Starts = burstStarts(o.Nodes, o.Stagger, o.Seed)
 	}
-	id, err := NewNetnsID()
+	id, err := ecluster.NewNetnsID()
 	if err != nil {
 		return res, err
 	}
-	nn, err := NewNetns(id, o.Nodes, o.Link)
+	nn, err := ecluster.NewNetns(id, o.Nodes, o.Link)
 	if err != nil {
 		return res, err
 	}
@@ -187,7 +185,7 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 			if err != nil {
 				return res, fmt.Errorf("cluster: burst peer %d, round %d: %w", r, round, err)
 			}
-			var pr burstPeerRound
+			var pr ecluster.BurstPeerRound
 			if err := json.Unmarshal([]byte(l), &pr); err != nil || pr.End <= 0 {
 				return res, fmt.Errorf("cluster: burst peer %d, round %d: unreadable %q", r, round, l)
 			}
@@ -213,7 +211,7 @@ func MeasureBurst(ctx context.Context, o BurstOptions) (BurstResult, error) {
 		peers[r] = nil
 	}
 	res.Median = stats.Median(res.Seconds)
-	res.PortBytes = int64(o.Nodes-1) * int64(o.Frames) * benchBatchBytes(o.FrameBytes)
+	res.PortBytes = int64(o.Nodes-1) * int64(o.Frames) * ecluster.BenchFrameBytes(o.FrameBytes)
 	res.Rate = float64(res.PortBytes) / res.Median
 	res.Nodes, res.Frames, res.FrameBytes, res.Streams = o.Nodes, o.Frames, o.FrameBytes, o.Streams
 	return res, nil
@@ -258,7 +256,7 @@ func FitFabricEfficiency(ctx context.Context, prof *sim.Profile, b BurstResult) 
 	}
 	p := *prof
 	full := p.NIC.Bandwidth
-	frame := benchBatchBytes(b.FrameBytes)
+	frame := ecluster.BenchFrameBytes(b.FrameBytes)
 	burst := func(p *sim.Profile) (float64, error) {
 		ns, err := sim.BurstMakespan(ctx, p, b.Nodes, b.Frames, frame, b.Starts)
 		return float64(ns) / 1e9, err
@@ -410,147 +408,19 @@ func (p *burstProc) stop() {
 	p.cmd.Wait()
 }
 
+// lockedWriter writes to w under mu (a peer's stderr, read while it runs).
 type lockedWriter struct {
 	mu *sync.Mutex
 	w  io.Writer
 }
 
+var _ io.Writer = lockedWriter{}
+
+// Write writes b to w, holding mu.
 func (l lockedWriter) Write(b []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.Write(b)
-}
-
-// BurstPeerOptions are one worker of a burst (the hidden `gostachio
-// cluster burst-peer`).
-type BurstPeerOptions struct {
-	// Rank indexes Peers, every worker's data address (host:port).
-	Rank  int
-	Peers []string
-	// Frames of FrameBytes to each other worker per round, Streams in
-	// flight per peer.
-	Frames     int
-	FrameBytes int64
-	Streams    int
-}
-
-// parseBurstGo reads a round's "go UNIX_NS [OFF,OFF,...]": the start, and
-// the offset in ns of the sends to each of world workers (all 0 when
-// not given).
-func parseBurstGo(line string, world int) (t0 int64, offs []int64, err error) {
-	f := strings.Fields(line)
-	bad := fmt.Errorf("%q: want \"go UNIX_NS [NS,NS,...]\" with %d offsets of 0 ns or more", line, world)
-	if len(f) < 2 || len(f) > 3 || f[0] != "go" {
-		return 0, nil, bad
-	}
-	if t0, err = strconv.ParseInt(f[1], 10, 64); err != nil {
-		return 0, nil, bad
-	}
-	offs = make([]int64, world)
-	if len(f) == 3 {
-		parts := strings.Split(f[2], ",")
-		if len(parts) != world {
-			return 0, nil, bad
-		}
-		for i, s := range parts {
-			if offs[i], err = strconv.ParseInt(s, 10, 64); err != nil || offs[i] < 0 {
-				return 0, nil, bad
-			}
-		}
-	}
-	return t0, offs, nil
-}
-
-// burstPeerRound is a peer's report of one round: when its last frame
-// was acknowledged and the last frame for it stored (unix ns, this
-// machine's clock).
-type burstPeerRound struct {
-	End int64 `json:"end_ns"`
-}
-
-// RunBurstPeer is one worker of a burst: it connects to every other,
-// prints "ready", then for each line "go T" on stdin waits until T (unix
-// ns), sends Frames frames to every other worker and waits until as many
-// from each have been stored, and prints a burstPeerRound; it returns
-// when stdin ends.
-func RunBurstPeer(ctx context.Context, o BurstPeerOptions, stdin io.Reader, stdout io.Writer) error {
-	world := len(o.Peers)
-	if world < 2 || o.Rank < 0 || o.Rank >= world {
-		return fmt.Errorf("cluster: burst-peer: rank %d of %d peers", o.Rank, world)
-	}
-	if o.Frames < 1 || o.FrameBytes < 8 || o.Streams < 1 {
-		return fmt.Errorf("cluster: burst-peer: need frames >= 1, frame >= 8 bytes, streams >= 1")
-	}
-	defer engine.TuneGC()()
-	ln, err := net.Listen("tcp", o.Peers[o.Rank])
-	if err != nil {
-		return fmt.Errorf("cluster: burst-peer: %w", err)
-	}
-	var stored atomic.Int64
-	arrived := make(chan struct{}, 1)
-	store := func(q, pipe, dev int, batches []*cpu.Batch, lease *recvLease) error {
-		lease.Release()
-		stored.Add(1)
-		select {
-		case arrived <- struct{}{}:
-		default:
-		}
-		return nil
-	}
-	dp := newDataPlane(o.Rank, world, ln, 30*time.Second, store, func(string, ...any) {})
-	defer dp.close()
-	d := &net.Dialer{}
-	if err := dp.connect(ctx, o.Peers, d.DialContext, time.Now().Add(20*time.Second)); err != nil {
-		return fmt.Errorf("cluster: burst-peer %d: %w", o.Rank, err)
-	}
-	fmt.Fprintln(stdout, "ready")
-	frame := benchBatch(o.FrameBytes)
-	sc := bufio.NewScanner(stdin)
-	for round := int64(1); sc.Scan(); round++ {
-		t0, offs, err := parseBurstGo(sc.Text(), world)
-		if err != nil {
-			return fmt.Errorf("cluster: burst-peer: %w", err)
-		}
-		var wg sync.WaitGroup
-		errs := make(chan error, world*o.Streams)
-		for peer := range world {
-			if peer == o.Rank {
-				continue
-			}
-			var left atomic.Int64
-			left.Store(int64(o.Frames))
-			start := time.Unix(0, t0+offs[peer])
-			for range o.Streams {
-				wg.Go(func() {
-					time.Sleep(time.Until(start))
-					for left.Add(-1) >= 0 {
-						if err := dp.send(ctx, 1, peer, 0, 0, []*cpu.Batch{frame}); err != nil {
-							errs <- err
-							return
-						}
-					}
-				})
-			}
-		}
-		wg.Wait()
-		close(errs)
-		if err := <-errs; err != nil {
-			return fmt.Errorf("cluster: burst-peer %d: %w", o.Rank, err)
-		}
-		want := round * int64(o.Frames) * int64(world-1)
-		deadline := time.After(30 * time.Second)
-		for stored.Load() < want {
-			select {
-			case <-arrived:
-			case <-deadline:
-				return fmt.Errorf("cluster: burst-peer %d: %d of %d frames arrived in 30 s", o.Rank, stored.Load()-want+int64(o.Frames)*int64(world-1), int64(o.Frames)*int64(world-1))
-			}
-		}
-		if err := json.NewEncoder(stdout).Encode(burstPeerRound{End: time.Now().UnixNano()}); err != nil {
-			return err
-		}
-	}
-	return sc.Err()
 }
 
 // FabricBenchOptions configure BenchFabric.
@@ -642,7 +512,7 @@ func PairFrames(pairBytes, maxFrame int64) (frames int, frameBytes int64) {
 // of at most o.FrameBytes; o.Frames is ignored) and prints a table of the
 // bursts' share of the link by size: where a port's buffer is smaller
 // than what converges on it at once, TCP loses packets and the share
-// falls off a cliff (README, issue 9).
+// falls off a cliff (README).
 func BenchFabricSweep(ctx context.Context, o FabricBenchOptions, sizes []int64, w io.Writer) ([]FabricSweepPoint, error) {
 	if len(sizes) == 0 {
 		return nil, fmt.Errorf("cluster: bench-fabric: no burst sizes")
@@ -664,7 +534,7 @@ func BenchFabricSweep(ctx context.Context, o FabricBenchOptions, sizes []int64, 
 		if err != nil {
 			return out, fmt.Errorf("cluster: bench-fabric: bursts of %d bytes per pair: %w", s, err)
 		}
-		out = append(out, FabricSweepPoint{PairBytes: int64(res.Burst.Frames) * benchBatchBytes(res.Burst.FrameBytes), FabricBenchResult: res})
+		out = append(out, FabricSweepPoint{PairBytes: int64(res.Burst.Frames) * ecluster.BenchFrameBytes(res.Burst.FrameBytes), FabricBenchResult: res})
 	}
 	fmt.Fprintf(w, "\nbursts on --link %s by the bytes each worker sends to each other:\n", o.Link)
 	fmt.Fprintf(w, "%12s %8s %12s %14s", "per pair", "frames", "makespan s", "payload share")
@@ -703,7 +573,7 @@ func RefitFabric(ctx context.Context, path string, files []string, w io.Writer) 
 			if err1 := json.Unmarshal(b, &one); err1 != nil {
 				return nil, fmt.Errorf("cluster: bench-fabric: %s: not a bench-fabric --json output: %v", f, err1)
 			}
-			pts = []FabricSweepPoint{{PairBytes: int64(one.Burst.Frames) * benchBatchBytes(one.Burst.FrameBytes), FabricBenchResult: one}}
+			pts = []FabricSweepPoint{{PairBytes: int64(one.Burst.Frames) * ecluster.BenchFrameBytes(one.Burst.FrameBytes), FabricBenchResult: one}}
 		}
 		for _, p := range pts {
 			if p.Burst.Nodes < 2 || !(p.Burst.Median > 0) {
