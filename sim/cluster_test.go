@@ -181,11 +181,11 @@ func simulateQuery(t *testing.T, q, policy string, sf float64, nodes int, jitter
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables, err := plan.TPCHStats(sf, DefaultChunkRows)
+	tables, err := queries.Stats(sf, DefaultChunkRows)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.TPCHQuery(q, sf, tables)
+	p, err := queries.Build(q, sf, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -522,7 +522,7 @@ func TestPlacementOnHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables, err := plan.TPCHStats(1, 131072)
+	tables, err := queries.Stats(1, 131072)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -791,7 +791,7 @@ func TestProfileColocationExemptInvalid(t *testing.T) {
 // tens to hundreds of KiB) in between. (That a phase is priced at its
 // whole size, not its sends' own: TestBurstMakespan.)
 func TestSimulateFabricEfficiency(t *testing.T) {
-	tables, err := plan.TPCHStats(0.1, DefaultChunkRows)
+	tables, err := queries.Stats(0.1, DefaultChunkRows)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"gostachio/engine/cluster"
 	"gostachio/internal/units"
 	"gostachio/plan"
+	"gostachio/tpch/queries"
 )
 
 func init() { commands = append(commands, newClusterCmd) }
@@ -232,7 +233,7 @@ func newColocatePeerCmd() *cobra.Command {
 	var d time.Duration
 	var threads int
 	var work cluster.ColocationWork
-	var queries string
+	var qs string
 	cmd := &cobra.Command{
 		Use:    "colocate-peer",
 		Short:  "One process of bench-sim's co-location measurement (started by it)",
@@ -240,7 +241,7 @@ func newColocatePeerCmd() *cobra.Command {
 		Args:   cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if work.Data != "" {
-				work.Queries = strings.Split(queries, ",")
+				work.Queries, work.Catalog = strings.Split(qs, ","), queries.Catalog()
 			}
 			return cluster.RunColocatePeer(c.Context(), d, threads, work, os.Stdin, c.OutOrStdout())
 		},
@@ -248,7 +249,7 @@ func newColocatePeerCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&d, "duration", 2*time.Second, "length of the kernel loop")
 	cmd.Flags().IntVar(&threads, "threads", 0, "kernel loops at once (0: one per core)")
 	cmd.Flags().StringVar(&work.Data, "data", "", "run the leading operators of --queries' scan pipelines on this dataset instead of the hash loop")
-	cmd.Flags().StringVar(&queries, "queries", "q3,q5,q9,q18", "with --data: the queries")
+	cmd.Flags().StringVar(&qs, "queries", "q3,q5,q9,q18", "with --data: the queries")
 	return cmd
 }
 

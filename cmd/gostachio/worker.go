@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"gostachio/engine/cluster"
+	"gostachio/tpch/queries"
 )
 
 func init() { commands = append(commands, newWorkerCmd) }
@@ -39,6 +40,7 @@ by them).`,
 			if err := rf.resolve(g); err != nil {
 				return err
 			}
+			o.Catalog = queries.Catalog()
 			return cluster.RunWorker(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}

@@ -61,6 +61,9 @@ type ColocationOptions struct {
 type ColocationWork struct {
 	Data    string
 	Queries []string
+	// Catalog builds the plans of Queries (not passed to the peers: each
+	// peer's own).
+	Catalog plan.Catalog
 }
 
 // String names the work ("loop", or "queries q3,q5").

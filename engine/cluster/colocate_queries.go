@@ -48,7 +48,7 @@ func queryOpsStep(work ColocationWork) (func(thread, i int) (int64, error), erro
 	inputs := map[string]*cpu.Batch{}
 	var pipes []queryOpsPipe
 	for _, q := range work.Queries {
-		p, err := engine.BuildQuery(ds, q)
+		p, err := engine.BuildQuery(ds, work.Catalog, q)
 		if err != nil {
 			return nil, err
 		}
