@@ -32,7 +32,6 @@ var taskColors = map[scheduler.TaskKind]color.Color{
 	scheduler.TaskD2H:    rgb(0x8C6D1F),
 	scheduler.TaskKernel: rgb(0x009E73),
 	scheduler.TaskSend:   rgb(0xCC79A7),
-	scheduler.TaskRecv:   rgb(0xF2BEDC),
 	scheduler.TaskMerge:  rgb(0xD55E00),
 	scheduler.TaskSync:   rgb(0x000000),
 }

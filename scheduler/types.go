@@ -35,17 +35,9 @@ const (
 	TaskKernel
 	// TaskSend transfers Bytes from (Node, Device) to (Peer.Node,
 	// PeerDevice) over NIC Res.Index of Node and NIC Peer.Index of
-	// Peer.Node. Its matching TaskRecv carries the same Tag. A send to the
-	// same node models the intra-node path the backend chooses (the sim
+	// Peer.Node. A send to the same node models the intra-node path the backend chooses (the sim
 	// profile decides: NVLink or NIC loopback).
 	TaskSend
-	// TaskRecv is the receiver's side of a send with the same Tag: posted
-	// (buffer ready) when the receiver can take the data, complete when the
-	// data has landed. It adds no work of its own on a resource: the
-	// transfer is the send's. Reserved for the distributed exchange (the
-	// engine's posted receives); the scheduler does not create it yet: a
-	// send's completion delivers its data (see Run).
-	TaskRecv
 	// TaskMerge runs host-CPU work (Ops, usually a breaker: merging partial
 	// aggregates, final sort / top-k) over Rows/Bytes on node Node.
 	TaskMerge
@@ -63,7 +55,7 @@ const NumTaskKinds = int(numTaskKinds)
 
 var taskKindNames = [...]string{
 	TaskInvalid: "invalid", TaskRead: "read", TaskH2D: "h2d", TaskD2H: "d2h",
-	TaskKernel: "kernel", TaskSend: "send", TaskRecv: "recv", TaskMerge: "merge", TaskSync: "sync",
+	TaskKernel: "kernel", TaskSend: "send", TaskMerge: "merge", TaskSync: "sync",
 }
 
 func (k TaskKind) String() string {
@@ -125,14 +117,14 @@ type Task struct {
 	Kind TaskKind
 	// Res is the resource the task occupies (see TaskKind).
 	Res Resource
-	// Peer is, for TaskSend, the receiver's NIC ingress; for TaskRecv, the
-	// sender's NIC egress. ResNone otherwise.
+	// Peer is, for TaskSend, the receiver's NIC ingress; ResNone
+	// otherwise.
 	Peer Resource
 	// Node and Device are the worker the task serves: the device whose
 	// unit of data is read, copied, computed or sent. Device is -1 for
 	// node-wide host work (merges, metadata).
 	Node, Device int32
-	// PeerDevice is the other end's device of a send/recv.
+	// PeerDevice is the other end's device of a send.
 	PeerDevice int32
 	// Pipeline is the plan pipeline index; Unit the unit's sequence number
 	// within that pipeline on this node (-1 for pipeline-wide tasks).
@@ -163,7 +155,8 @@ type Task struct {
 	// Parts is the number of destination workers of an exchange kernel
 	// (its Completion.PartBytes has this length); 0 otherwise.
 	Parts int32
-	// Tag pairs a TaskSend with its TaskRecv (equal Tags); 0 otherwise.
+	// Tag identifies a TaskSend within its run (its node and ID); 0
+	// otherwise.
 	Tag uint64
 	// Deps are the tasks (same node) that completed before this one could
 	// start: informational for traces and tests; the scheduler enforces
@@ -178,8 +171,7 @@ type Completion struct {
 	// Start and End are when the task began occupying its resource and when
 	// it finished (Start >= the time Start was called).
 	Start, End Time
-	// OutBytes and OutRows are the real output of a kernel / merge (or the
-	// bytes a recv actually received). A backend without real data reports
+	// OutBytes and OutRows are the real output of a kernel / merge. A backend without real data reports
 	// Task.EstBytes / Task.EstRows.
 	OutBytes, OutRows int64
 	// PartBytes, for an exchange kernel (Task.Parts > 0), is the output

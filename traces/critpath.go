@@ -207,7 +207,7 @@ func stageRank(e *Event) int {
 		return 2
 	case scheduler.TaskKernel:
 		return 3
-	case scheduler.TaskD2H, scheduler.TaskSend, scheduler.TaskRecv:
+	case scheduler.TaskD2H, scheduler.TaskSend:
 		return 4
 	}
 	return -1
