@@ -15,6 +15,7 @@ import (
 
 	"gostachio/plan"
 	"gostachio/sim"
+	"gostachio/tpch/queries"
 )
 
 // TestDeriveProfile: the derived profile of the shipped calibrated one
@@ -205,7 +206,7 @@ func TestQueryOpsWork(t *testing.T) {
 		query string
 		want  []int64
 	}{{"q6", []int64{60175}}, {"q3", []int64{1500, 15000, 60175}}} {
-		step, err := queryOpsStep(ColocationWork{Data: dir, Queries: []string{tc.query}})
+		step, err := queryOpsStep(ColocationWork{Data: dir, Queries: []string{tc.query}, Catalog: queries.Catalog()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,7 +224,7 @@ func TestQueryOpsWork(t *testing.T) {
 			}
 		}
 	}
-	if _, err := queryOpsStep(ColocationWork{Data: dir, Queries: []string{"q99"}}); err == nil {
+	if _, err := queryOpsStep(ColocationWork{Data: dir, Queries: []string{"q99"}, Catalog: queries.Catalog()}); err == nil {
 		t.Error("an unknown query gave work")
 	}
 	ops := []plan.Op{{Kind: plan.OpFilter}, {Kind: plan.OpProject}, {Kind: plan.OpAggPartial}, {Kind: plan.OpSort}}
