@@ -715,7 +715,7 @@ func (m *micro) eachPlan(ctx context.Context, fn func(p *plan.Plan) error) error
 	sf := m.ds.Manifest.ScaleFactor
 	if !(sf > 0) {
 		var err error
-		if sf, err = plan.TPCHScaleFactor(tables); err != nil {
+		if sf, err = queries.ScaleFactor(tables); err != nil {
 			return fmt.Errorf("calibrate: %w", err)
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"gostachio/dataset"
 	"gostachio/engine"
 	"gostachio/internal/cpuref"
 	"gostachio/internal/diskref"
@@ -369,7 +370,7 @@ func ReferenceResponse(ctx context.Context, o ResponseOptions) (*ResponseReport,
 	if o.Warmup < 0 {
 		return nil, fmt.Errorf("calibrate: validate-reference: --warmup %d: want 0 or more untimed runs", o.Warmup)
 	}
-	names, err := engine.ParseQueries(o.Queries)
+	names, err := engine.ParseQueries(o.Queries, queries.Names())
 	if err != nil {
 		return nil, err
 	}
@@ -411,7 +412,7 @@ func ReferenceResponse(ctx context.Context, o ResponseOptions) (*ResponseReport,
 	rep := &ResponseReport{Profile: prof.Name, ProfileRefNs: float64(prof.Host.Reference)}
 	for _, q := range names {
 		for range o.Warmup {
-			if _, err := engine.Query(ctx, ds, q, qo); err != nil {
+			if _, err := runQuery(ctx, ds, q, qo); err != nil {
 				return nil, err
 			}
 		}
@@ -425,7 +426,7 @@ func ReferenceResponse(ctx context.Context, o ResponseOptions) (*ResponseReport,
 			}
 			began := time.Since(start).Seconds()
 			before := cpuref.Ns()
-			res, err := engine.Query(ctx, ds, q, qo)
+			res, err := runQuery(ctx, ds, q, qo)
 			if err != nil {
 				return nil, err
 			}
@@ -537,4 +538,13 @@ func (r *ResponseReport) WriteText(w io.Writer) error {
 		return err
 	}
 	return nil
+}
+
+// runQuery builds TPC-H query name over ds and runs it on the engine.
+func runQuery(ctx context.Context, ds *dataset.Dataset, name string, qo engine.QueryOptions) (*engine.QueryResult, error) {
+	p, err := engine.BuildQuery(ds, queries.Catalog(), name)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Query(ctx, ds, p, qo)
 }

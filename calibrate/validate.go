@@ -287,7 +287,7 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 	if len(opts.Sets) == 0 {
 		opts.Sets = []string{""}
 	}
-	names, err := engine.ParseQueries(opts.Queries)
+	names, err := engine.ParseQueries(opts.Queries, queries.Names())
 	if err != nil {
 		return nil, err
 	}
@@ -397,7 +397,7 @@ func Validate(ctx context.Context, opts ValidateOptions) (*Report, error) {
 		c := &cases[run.Case]
 		qo := base
 		qo.Policy, qo.Set, qo.Reader = c.Policy, c.Set, reader
-		res, err := engine.Query(ctx, ds, c.Query, qo)
+		res, err := runQuery(ctx, ds, c.Query, qo)
 		if err != nil {
 			return nil, err
 		}
@@ -871,7 +871,7 @@ func openPlanStats(dir string) (*dataset.Dataset, []plan.TableStats, float64, er
 	tables := tpch.PlanStats(ds)
 	sf := ds.Manifest.ScaleFactor
 	if !(sf > 0) {
-		if sf, err = plan.TPCHScaleFactor(tables); err != nil {
+		if sf, err = queries.ScaleFactor(tables); err != nil {
 			return nil, nil, 0, fmt.Errorf("calibrate: %s: %w", dir, err)
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"gostachio/dataset"
+	"gostachio/tpch/queries"
 )
 
 // BenchmarkQuery runs TPC-H queries on the dataset in
@@ -26,14 +27,14 @@ func BenchmarkQuery(b *testing.B) {
 	if spec == "" {
 		spec = "q1,q6"
 	}
-	names, err := ParseQueries(spec)
+	names, err := ParseQueries(spec, queries.Names())
 	if err != nil {
 		b.Fatal(err)
 	}
 	for _, q := range names {
 		b.Run(q, func(b *testing.B) {
 			for i := 0; i < b.N; i++ {
-				if _, err := Query(context.Background(), ds, q, QueryOptions{Buffered: os.Getenv("GOSTACHIO_BENCH_BUFFERED") != ""}); err != nil {
+				if _, err := runQuery(context.Background(), ds, q, QueryOptions{Buffered: os.Getenv("GOSTACHIO_BENCH_BUFFERED") != ""}); err != nil {
 					b.Fatal(err)
 				}
 			}

@@ -19,12 +19,15 @@ import (
 	"gostachio/dataset"
 	"gostachio/internal/machine"
 	"gostachio/internal/stats"
+	"gostachio/plan"
 	"gostachio/scheduler"
 )
 
 // BenchTPCHOptions configure `gostachio bench tpch`.
 type BenchTPCHOptions struct {
 	Data string
+	// Catalog builds the plans of Queries (tpch/queries.Catalog).
+	Catalog plan.Catalog
 	// Queries: "all" or a list (see ParseQueries).
 	Queries string
 	// Policies compared (default serial, overlap); the first is the
@@ -89,7 +92,7 @@ func BenchTPCH(ctx context.Context, opts BenchTPCHOptions, stdout, stderr io.Wri
 	if opts.Rounds <= 0 {
 		opts.Rounds = 1
 	}
-	names, err := ParseQueries(opts.Queries)
+	names, err := ParseQueries(opts.Queries, opts.Catalog.Names)
 	if err != nil {
 		return err
 	}
@@ -171,7 +174,11 @@ func BenchTPCH(ctx context.Context, opts BenchTPCHOptions, stdout, stderr io.Wri
 				o.Policy = j.sys
 				log := &eventLog{}
 				o.Trace = log
-				res, err := Query(ctx, ds, j.q, o)
+				p, err := BuildQuery(ds, opts.Catalog, j.q)
+				if err != nil {
+					return err
+				}
+				res, err := Query(ctx, ds, p, o)
 				if err != nil {
 					return err
 				}

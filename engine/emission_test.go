@@ -29,7 +29,7 @@ func TestStateEmittedInAKernel(t *testing.T) {
 	ds := testData(t, 0.01)
 	for _, policy := range []string{"serial", "overlap"} {
 		log := &taskLog{}
-		if _, err := Query(context.Background(), ds, "q18", QueryOptions{Policy: policy, Devices: 3, Trace: log}); err != nil {
+		if _, err := runQuery(context.Background(), ds, "q18", QueryOptions{Policy: policy, Devices: 3, Trace: log}); err != nil {
 			t.Fatal(err)
 		}
 		emitted := map[int32]scheduler.Event{} // device -> emission of pipeline 0

@@ -11,6 +11,7 @@ import (
 
 	"gostachio/dataset"
 	"gostachio/tpch"
+	"gostachio/tpch/queries"
 )
 
 // TestMemoryBudgetTooSmall: a query that cannot fit fails with an error
@@ -18,13 +19,13 @@ import (
 func TestMemoryBudgetTooSmall(t *testing.T) {
 	ds := testData(t, 0.01)
 	for _, mem := range []int64{64 << 10, 1 << 20} {
-		_, err := Query(context.Background(), ds, "q9", QueryOptions{Mem: mem})
+		_, err := runQuery(context.Background(), ds, "q9", QueryOptions{Mem: mem})
 		if err == nil || !strings.Contains(err.Error(), "--mem") {
 			t.Errorf("mem %d: got %v, want an error naming --mem", mem, err)
 		}
 	}
 	// The same query fits a sane budget, and its peak stays under it.
-	r, err := Query(context.Background(), ds, "q9", QueryOptions{Mem: 64 << 20})
+	r, err := runQuery(context.Background(), ds, "q9", QueryOptions{Mem: 64 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,24 +36,24 @@ func TestMemoryBudgetTooSmall(t *testing.T) {
 
 func TestUnknownQuery(t *testing.T) {
 	ds := testData(t, 0.01)
-	if _, err := Query(context.Background(), ds, "q23", QueryOptions{}); !errors.Is(err, ErrUnknownQuery) {
+	if _, err := runQuery(context.Background(), ds, "q23", QueryOptions{}); !errors.Is(err, ErrUnknownQuery) {
 		t.Fatalf("q23: %v, want ErrUnknownQuery", err)
 	}
-	if _, err := ParseQueries("q1,q99"); !errors.Is(err, ErrUnknownQuery) {
+	if _, err := ParseQueries("q1,q99", queries.Names()); !errors.Is(err, ErrUnknownQuery) {
 		t.Fatalf("q99: %v", err)
 	}
-	if qs, err := ParseQueries("Q01, q6"); err != nil || len(qs) != 2 || qs[0] != "q1" || qs[1] != "q6" {
-		t.Fatalf("ParseQueries(Q01, q6) = %v, %v", qs, err)
+	if qs, err := ParseQueries("Q01, q6", queries.Names()); err != nil || len(qs) != 2 || qs[0] != "q1" || qs[1] != "q6" {
+		t.Fatalf("ParseQueries(Q01, q6, queries.Names()) = %v, %v", qs, err)
 	}
 }
 
 func TestRunQueriesBadInput(t *testing.T) {
-	err := RunQueries(context.Background(), RunOptions{Data: filepath.Join(t.TempDir(), "missing"), Query: "q1"}, io.Discard, io.Discard)
+	err := RunQueries(context.Background(), RunOptions{Catalog: queries.Catalog(), Data: filepath.Join(t.TempDir(), "missing"), Query: "q1"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "missing") {
 		t.Fatalf("missing dataset: %v", err)
 	}
 	ds := testData(t, 0.01)
-	err = RunQueries(context.Background(), RunOptions{Data: ds.Dir, Query: "q1", Format: "xml"}, io.Discard, io.Discard)
+	err = RunQueries(context.Background(), RunOptions{Catalog: queries.Catalog(), Data: ds.Dir, Query: "q1", Format: "xml"}, io.Discard, io.Discard)
 	if err == nil || !strings.Contains(err.Error(), "xml") {
 		t.Fatalf("bad format: %v", err)
 	}
@@ -66,7 +67,7 @@ func TestCorruptStringOffsets(t *testing.T) {
 	overwrite(t, ds, "l_returnflag", 40, []byte{0xff, 0xff, 0xff, 0x7f})
 	// Without the checksums (which catch it first: TestCorruptValue), the
 	// structural check of the offsets must still refuse them.
-	_, err := Query(context.Background(), ds, "q1", QueryOptions{NoVerify: true})
+	_, err := runQuery(context.Background(), ds, "q1", QueryOptions{NoVerify: true})
 	if err == nil || !strings.Contains(err.Error(), "l_returnflag") || !strings.Contains(err.Error(), "corrupt") {
 		t.Fatalf("corrupt offsets: %v, want an error naming l_returnflag as corrupt", err)
 	}
@@ -82,13 +83,13 @@ func TestCorruptStringOffsets(t *testing.T) {
 // answer that looks right which the check prevents.
 func TestCorruptValue(t *testing.T) {
 	ds := ownData(t)
-	clean, err := Query(context.Background(), ds, "q1", QueryOptions{})
+	clean, err := runQuery(context.Background(), ds, "q1", QueryOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	// Value 100's second byte: +0x..00 cents, a large change of one sum.
 	overwrite(t, ds, "l_quantity", 8*100+1, []byte{0x7f})
-	_, err = Query(context.Background(), ds, "q1", QueryOptions{})
+	_, err = runQuery(context.Background(), ds, "q1", QueryOptions{})
 	if !errors.Is(err, dataset.ErrChecksum) {
 		t.Fatalf("changed value: %v, want a checksum error", err)
 	}
@@ -97,7 +98,7 @@ func TestCorruptValue(t *testing.T) {
 			t.Errorf("error %q does not name %q", err, s)
 		}
 	}
-	wrong, err := Query(context.Background(), ds, "q1", QueryOptions{NoVerify: true})
+	wrong, err := runQuery(context.Background(), ds, "q1", QueryOptions{NoVerify: true})
 	if err != nil {
 		t.Fatalf("NoVerify: %v", err)
 	}

@@ -28,6 +28,8 @@ import (
 type GPUBenchOptions struct {
 	Data    string
 	Ordinal int
+	// Catalog builds the plans of Queries (tpch/queries.Catalog).
+	Catalog plan.Catalog
 	// Queries run on the GPU ("q1,q6").
 	Queries string
 	// Rounds of every timed measurement (medians are reported).
@@ -113,7 +115,7 @@ func BenchGPU(ctx context.Context, opts GPUBenchOptions, stdout, stderr io.Write
 	if len(opts.Policies) == 0 {
 		opts.Policies = []string{"serial", "overlap"}
 	}
-	names, err := ParseQueries(opts.Queries)
+	names, err := ParseQueries(opts.Queries, opts.Catalog.Names)
 	if err != nil {
 		return err
 	}
@@ -143,7 +145,7 @@ func BenchGPU(ctx context.Context, opts GPUBenchOptions, stdout, stderr io.Write
 		fmt.Fprintf(stderr, "copy %-13s %9s  %7.1f GB/s\n", c.Kind, fmtMiB(c.Bytes), c.GBps)
 	}
 	for _, q := range names {
-		rs, err := benchResident(ctx, dev, s, ds, q, opts.Rounds)
+		rs, err := benchResident(ctx, dev, s, ds, opts.Catalog, q, opts.Rounds)
 		if err != nil {
 			return err
 		}
@@ -293,8 +295,8 @@ func ChunkBatch(sb *schema.Batch) *cpu.Batch {
 // pipeline and times the pipeline over them on both paths (fused and
 // operator at a time), each against a device-to-device copy of as many
 // bytes timed right after it.
-func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dataset.Dataset, q string, rounds int) ([]ResidentRate, error) {
-	p, err := BuildQuery(ds, q)
+func benchResident(ctx context.Context, dev *gpu.Device, s *cuda.Stream, ds *dataset.Dataset, cat plan.Catalog, q string, rounds int) ([]ResidentRate, error) {
+	p, err := BuildQuery(ds, cat, q)
 	if err != nil {
 		return nil, err
 	}
@@ -504,7 +506,11 @@ func benchFromStorage(ctx context.Context, dev *gpu.Device, ds *dataset.Dataset,
 			log := &eventLog{}
 			qo.Trace = log
 			start := time.Now()
-			res, err := Query(ctx, ds, k.q, qo)
+			p, err := BuildQuery(ds, opts.Catalog, k.q)
+			if err != nil {
+				return nil, err
+			}
+			res, err := Query(ctx, ds, p, qo)
 			if err != nil {
 				return nil, err
 			}

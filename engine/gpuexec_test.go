@@ -58,7 +58,7 @@ func TestGPUAnswers(t *testing.T) {
 		if err := unpin(); err != nil {
 			t.Error(err)
 		}
-		_, err = Query(context.Background(), ds, "q3", QueryOptions{GPU: dev, Devices: 1})
+		_, err = runQuery(context.Background(), ds, "q3", QueryOptions{GPU: dev, Devices: 1})
 		if err == nil || !strings.Contains(err.Error(), "on the GPU") || !errors.Is(err, ErrGPUPath) {
 			t.Errorf("q3 on the GPU: %v, want a refusal naming the operator", err)
 		}
@@ -105,11 +105,11 @@ func TestGPUWithoutDriver(t *testing.T) {
 	}
 	ds := testData(t, 0.01)
 	var out bytes.Buffer
-	err := RunQueries(context.Background(), RunOptions{Data: ds.Dir, Query: "q6", UseGPU: true}, &out, io.Discard)
+	err := RunQueries(context.Background(), RunOptions{Catalog: queries.Catalog(), Data: ds.Dir, Query: "q6", UseGPU: true}, &out, io.Discard)
 	if !errors.Is(err, gpu.ErrNoDriver) || out.Len() != 0 {
 		t.Fatalf("--gpu without a driver: %v (printed %q)", err, out.String())
 	}
-	if err := RunQueries(context.Background(), RunOptions{Data: ds.Dir, Query: "q6"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "revenue") {
+	if err := RunQueries(context.Background(), RunOptions{Catalog: queries.Catalog(), Data: ds.Dir, Query: "q6"}, &out, io.Discard); err != nil || !strings.Contains(out.String(), "revenue") {
 		t.Fatalf("the zero options: %v, printed %q", err, out.String())
 	}
 }
@@ -172,7 +172,7 @@ func TestBoundColumns(t *testing.T) {
 // HostFrom) or, without a filter in that prefix, marked for the host, each
 // with the reason. Which queries run whole and split pipelines is pinned.
 func TestPlaceGPU(t *testing.T) {
-	tables, err := plan.TPCHStats(1, 131072)
+	tables, err := queries.Stats(1, 131072)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestGPURowsMatchCPU(t *testing.T) {
 	ds := testData(t, 0.01)
 	cases := 0
 	for _, q := range queries.Names() {
-		p, err := BuildQuery(ds, q)
+		p, err := BuildQuery(ds, queries.Catalog(), q)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"gostachio/plan"
+	"gostachio/tpch/queries"
 )
 
 // Every operator the host runs in q3 is recorded once per batch, at its
@@ -21,11 +22,11 @@ func TestOpTimes(t *testing.T) {
 	ds := testData(t, 0.01)
 	var ot OpTimes
 	ot.SetRun(3)
-	r, err := Query(context.Background(), ds, "q3", QueryOptions{Devices: 2, OpTimes: &ot})
+	r, err := runQuery(context.Background(), ds, "q3", QueryOptions{Devices: 2, OpTimes: &ot})
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := BuildQuery(ds, "q3")
+	p, err := BuildQuery(ds, queries.Catalog(), "q3")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,6 @@ import (
 	"gostachio/plan"
 	"gostachio/scheduler"
 	"gostachio/tpch"
-	"gostachio/tpch/queries"
 )
 
 // DefaultMem is the default memory budget of a query (--mem).
@@ -91,40 +90,28 @@ func (r *QueryResult) Rows() [][]string {
 	return out
 }
 
-// ErrUnknownQuery is returned for a query name the engine has no plan for.
+// ErrUnknownQuery is returned for a query name the catalog has no plan for.
 var ErrUnknownQuery = errors.New("engine: unknown query")
 
-// Query runs TPC-H query name ("q1".."q22") on the dataset in ds.
-func Query(ctx context.Context, ds *dataset.Dataset, name string, opts QueryOptions) (*QueryResult, error) {
-	p, err := BuildQuery(ds, name)
-	if err != nil {
-		return nil, err
+// BuildQuery returns the plan of query name of cat over ds, at the scale
+// factor of its manifest (or, where the manifest states none, the one cat
+// infers from its table sizes). The plan depends on ds's statistics only,
+// so every node of a cluster reading the same dataset builds the same plan.
+func BuildQuery(ds *dataset.Dataset, cat plan.Catalog, name string) (*plan.Plan, error) {
+	if !cat.Has(name) {
+		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownQuery, name, cat.Known())
 	}
-	return RunPlan(ctx, ds, p, opts)
-}
-
-// BuildQuery returns the executable plan of TPC-H query name ("q1".."q22")
-// over ds, at the scale factor of its manifest (or of its table sizes).
-// The plan depends on ds's statistics only, so every node of a cluster
-// reading the same dataset builds the same plan.
-func BuildQuery(ds *dataset.Dataset, name string) (*plan.Plan, error) {
-	tables := tpch.PlanStats(ds)
-	sf := ds.Manifest.ScaleFactor
-	if !(sf > 0) {
-		var err error
-		if sf, err = plan.TPCHScaleFactor(tables); err != nil {
-			return nil, fmt.Errorf("engine: %s: %w", ds.Dir, err)
-		}
-	}
-	p, err := queries.Build(name, sf, tables)
+	p, err := cat.Plan(name, ds.Manifest.ScaleFactor, tpch.PlanStats(ds))
 	if err != nil {
-		return nil, fmt.Errorf("%w %q: %v", ErrUnknownQuery, name, err)
+		return nil, fmt.Errorf("engine: %s: %w", ds.Dir, err)
 	}
 	return p, nil
 }
 
-// RunPlan runs an executable plan over ds through the scheduler.
-func RunPlan(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryOptions) (*QueryResult, error) {
+// Query runs plan p over ds through the scheduler. The run may place p's
+// pipelines (a GPU run: PlaceGPU): a caller running the same query again
+// passes a fresh plan.
+func Query(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryOptions) (*QueryResult, error) {
 	if opts.Policy == "" {
 		opts.Policy = "overlap"
 	}
@@ -290,7 +277,7 @@ func TuneGC() (restore func()) {
 // queries later. Collecting before the heap passes 1 GiB recycles memory
 // that is already mapped: q3, q9 and q18 at SF1, 3 rounds each after a
 // warm-up, took 2.8x fewer page faults and ran up to 2x faster with less
-// spread (README, issue 7). FitHeapLimit raises it for larger datasets.
+// spread (README). FitHeapLimit raises it for larger datasets.
 const heapLimitFloor = 1 << 30
 
 // ShareHeapLimit divides the soft memory limit among the local workers
@@ -302,7 +289,7 @@ const heapLimitFloor = 1 << 30
 // several queries (30% of the CPU samples of runs 5-12 of q3,q9 x12 were
 // clear_page). Shared, the workers' first queries ran at their steady
 // speed and the system time of 24 runs fell from 6.8-9.9 s to 2.7-5.2 s
-// (README, issue 9).
+// (README).
 func ShareHeapLimit(local int) {
 	if os.Getenv("GOMEMLIMIT") != "" || local <= 1 {
 		return

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -14,14 +15,16 @@ import (
 	"gostachio/internal/atomicfile"
 	"gostachio/internal/machine"
 	"gostachio/internal/units"
-	"gostachio/tpch/queries"
+	"gostachio/plan"
 	"gostachio/traces"
 )
 
 // RunOptions are the options of `gostachio query`.
 type RunOptions struct {
 	Data string
-	// Query is "q1".."q22", a comma-separated list, or "all".
+	// Catalog builds the plans of the queries named (tpch/queries.Catalog).
+	Catalog plan.Catalog
+	// Query is a name of Catalog ("q1"), a comma-separated list, or "all".
 	Query string
 	// Format of the results on stdout: "table" (default), "csv", "json".
 	Format string
@@ -40,14 +43,12 @@ type RunOptions struct {
 	QueryOptions
 }
 
-// ParseQueries expands "all" and comma-separated lists into query names.
-func ParseQueries(spec string) ([]string, error) {
+// ParseQueries expands "all" (or "") into the known names and a
+// comma-separated list into names, lowercased, "q01" as "q1"; a name not
+// among known is an error (ErrUnknownQuery) listing them.
+func ParseQueries(spec string, known []string) ([]string, error) {
 	if spec == "" || spec == "all" {
-		return queries.Names(), nil
-	}
-	known := map[string]bool{}
-	for _, n := range queries.Names() {
-		known[n] = true
+		return append([]string(nil), known...), nil
 	}
 	var out []string
 	for _, q := range strings.Split(spec, ",") {
@@ -55,8 +56,8 @@ func ParseQueries(spec string) ([]string, error) {
 		if len(q) == 3 && q[1] == '0' { // q01 -> q1
 			q = "q" + q[2:]
 		}
-		if !known[q] {
-			return nil, fmt.Errorf("%w %q (known: q1..q22, all)", ErrUnknownQuery, q)
+		if !slices.Contains(known, q) {
+			return nil, fmt.Errorf("%w %q (known: %s, all)", ErrUnknownQuery, q, plan.Catalog{Names: known}.Known())
 		}
 		out = append(out, q)
 	}
@@ -66,7 +67,7 @@ func ParseQueries(spec string) ([]string, error) {
 // RunQueries runs the queries of opts and prints each result on stdout in
 // the chosen format and a timing summary on stderr.
 func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) error {
-	names, err := ParseQueries(opts.Query)
+	names, err := ParseQueries(opts.Query, opts.Catalog.Names)
 	if err != nil {
 		return err
 	}
@@ -132,7 +133,11 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 			tr = &traces.Recorder{Run: name + "/" + qo.Policy}
 			qo.Trace = tr
 		}
-		r, err := Query(ctx, ds, name, qo)
+		p, err := BuildQuery(ds, opts.Catalog, name)
+		if err != nil {
+			return err
+		}
+		r, err := Query(ctx, ds, p, qo)
 		if err != nil {
 			return err
 		}

@@ -89,7 +89,7 @@ func checkQuery(t *testing.T, ds *dataset.Dataset, q string, sf float64, opts Qu
 	}
 	checked := alloc.NewChecked(inner)
 	opts.Allocator = checked
-	r, err := Query(context.Background(), ds, q, opts)
+	r, err := runQuery(context.Background(), ds, q, opts)
 	if err != nil {
 		t.Fatalf("%s: %v", q, err)
 	}
@@ -148,4 +148,13 @@ func TestTPCHAnswersSF1(t *testing.T) {
 			checkQuery(t, ds, q, 1, QueryOptions{Policy: pol}, alloc.NewHeap())
 		})
 	}
+}
+
+// runQuery builds TPC-H query name over ds and runs it.
+func runQuery(ctx context.Context, ds *dataset.Dataset, name string, opts QueryOptions) (*QueryResult, error) {
+	p, err := BuildQuery(ds, queries.Catalog(), name)
+	if err != nil {
+		return nil, err
+	}
+	return Query(ctx, ds, p, opts)
 }

@@ -412,7 +412,7 @@ func newExecutor(ctx context.Context, s *Spec, log io.Writer) (*executor, error)
 		}
 		ex.ds, ex.tables, ex.dsSF = ds, tpch.PlanStats(ds), ds.Manifest.ScaleFactor
 		if !(ex.dsSF > 0) {
-			if ex.dsSF, err = plan.TPCHScaleFactor(ex.tables); err != nil {
+			if ex.dsSF, err = queries.ScaleFactor(ex.tables); err != nil {
 				return nil, fmt.Errorf("experiments: %s: %w", s.Dataset, err)
 			}
 		}
@@ -474,7 +474,7 @@ func (ex *executor) run(ctx context.Context, r Run) (Result, error) {
 	case "sim":
 		if tables == nil {
 			var err error
-			if tables, err = plan.TPCHStats(sf, sim.DefaultChunkRows); err != nil {
+			if tables, err = queries.Stats(sf, sim.DefaultChunkRows); err != nil {
 				return res, err
 			}
 		}
@@ -500,7 +500,11 @@ func (ex *executor) run(ctx context.Context, r Run) (Result, error) {
 		o.Policy, o.Set = r.Policy, r.Set
 		rec := &traces.Recorder{Run: r.Key}
 		o.Trace = rec
-		qr, err := engine.Query(ctx, ex.ds, r.Query, o)
+		p, err := engine.BuildQuery(ex.ds, queries.Catalog(), r.Query)
+		if err != nil {
+			return res, err
+		}
+		qr, err := engine.Query(ctx, ex.ds, p, o)
 		if err != nil {
 			return res, err
 		}

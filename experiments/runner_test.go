@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"gostachio/sim"
+	"gostachio/tpch/queries"
 )
 
 // fakeClock returns a clock that advances a second per call.
@@ -370,7 +371,11 @@ func TestRunSpecSweep(t *testing.T) {
 		if r.Set != "depth=2,units=0" || r.Policy != "ov" || nodes != strconv.Itoa(r.Nodes) {
 			t.Errorf("result %+v", r)
 		}
-		rep, err := sim.RunReport(context.Background(), sim.SimOptions{Profile: "dgx-a100", Nodes: r.Nodes, SF: 2, Query: "q6",
+		p, sf, err := queries.Sized("q6", 2, sim.DefaultChunkRows, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rep, err := sim.RunReport(context.Background(), sim.SimOptions{Profile: "dgx-a100", Nodes: r.Nodes, SF: sf, Plan: p,
 			Policy: "overlap", Set: "depth=2,units=0,chunk=" + chunk})
 		if err != nil {
 			t.Fatal(err)

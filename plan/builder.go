@@ -21,8 +21,10 @@ import (
 type Builder struct {
 	p   Plan
 	err error
-	// text holds the plan's text columns by name (textcols.go).
-	text map[string]bool
+	// text holds the plan's text columns by name; isText says which table
+	// columns are text (textcols.go).
+	text   map[string]bool
+	isText func(table, column string) bool
 }
 
 // NewBuilder starts plan name over the given tables (the plan keeps the

@@ -87,6 +87,11 @@ func Dec(s string) Lit {
 	return Lit{Kind: LitDecimal, I: v, Scale: int8(scale)}
 }
 
+// Day is a date as date32: days since 1970-01-01.
+func Day(y int, m time.Month, d int) int64 {
+	return time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix() / 86400
+}
+
 // Date is a date literal "YYYY-MM-DD". It panics on a malformed date.
 func Date(s string) Lit {
 	t, err := time.Parse("2006-01-02", s)

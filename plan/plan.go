@@ -86,7 +86,7 @@ func (k OpKind) IsExchange() bool {
 }
 
 // Expr is an opaque, typed expression slot: predicates, projections and
-// aggregate functions. The plan carries it for the kernels (issue 5) and for
+// aggregate functions. The plan carries it for the kernels and for
 // display; the scheduler and the simulator never look inside.
 type Expr interface {
 	// String renders the expression in SQL-like text, for plans and traces.
@@ -142,9 +142,10 @@ type Op struct {
 	// of the build's input.
 	Distinct float64
 	// StrKeys is how many of Keys are text, plus, for a probe, how many of
-	// the build columns it carries (set by the Builder from the TPC-H
-	// schema and the projections): a text key hashes and compares byte by
-	// byte, a carried text column gathers its bytes. StrTerms counts them.
+	// the build columns it carries (set by the Builder from the text
+	// columns its caller declares and the projections): a text key hashes
+	// and compares byte by byte, a carried text column gathers its bytes.
+	// StrTerms counts them.
 	StrKeys int
 }
 

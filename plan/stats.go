@@ -13,7 +13,7 @@ type MinMax struct {
 
 // ChunkStats describes one stored chunk of a table: what a read of it moves.
 // The caller fills it from a dataset manifest or from scale-factor formulas
-// (TPCHStats). Ownership: a Plan owns its stats; nobody mutates them after
+// (e.g. tpch/queries.Stats). Ownership: a Plan owns its stats; nobody mutates them after
 // the plan is built.
 type ChunkStats struct {
 	Rows int64

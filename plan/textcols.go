@@ -1,28 +1,31 @@
 package plan
 
-import "gostachio/tpch/schema"
-
 // The Builder types the plan's columns as text or not, by name, so that
-// operators keyed on text (q16's sort on p_brand and p_type, q7's groups
-// of nation names) are priced for it (Op.StrKeys): a scan
-// brings its table's text columns (the TPC-H schema), a projection names
-// a text expression (a text column under a new name, a SUBSTRING, a
-// string literal, a CASE of text), and every other computed column
-// (sums, counts, dates, years) is not text. Names are unique within a
-// TPC-H plan, so one set per plan suffices.
+// operators keyed on text (a sort on a brand or a type name, groups of
+// nation names) are priced for it (Op.StrKeys): a scan brings its table's
+// text columns (as the caller declares them: TextColumns), a projection
+// names a text expression (a text column under a new name, a SUBSTRING, a
+// string literal, a CASE of text), and every other computed column (sums,
+// counts, dates, years) is not text. Names are unique within a plan, so
+// one set per plan suffices.
 
-// noteScanText records table's text columns among cols (none for a table
-// the TPC-H schema does not know). One-byte flags (l_returnflag,
-// l_linestatus, o_orderstatus) are not text here: they hash and compare
-// in one byte, as an integer does (sorts on l_returnflag measured 41–53
-// ns a row where sorts on p_brand and p_type took 330–600).
+// TextColumns declares which table columns are text: isText(table, column)
+// reports whether a scan of table brings column as text (a column as long
+// on average as TextFlagBytes or shorter, a one-byte flag, should not be:
+// it costs as an integer key). Without it no table column is text. Call it
+// before the first Scan.
+func (b *Builder) TextColumns(isText func(table, column string) bool) *Builder {
+	b.isText = isText
+	return b
+}
+
+// noteScanText records table's text columns among cols.
 func (b *Builder) noteScanText(table string, cols []string) {
-	t, err := schema.Lookup(table)
-	if err != nil {
+	if b.isText == nil {
 		return
 	}
 	for _, c := range cols {
-		if i := t.Column(c); i >= 0 && t.Columns[i].Type == schema.String && tpchAvgLen[c] > TextFlagBytes {
+		if b.isText(table, c) {
 			b.markText(c)
 		}
 	}
@@ -44,7 +47,7 @@ func (b *Builder) markText(name string) {
 func (b *Builder) typeText(op *Op) {
 	if p, ok := op.Expr.(Projection); ok && op.Kind == OpProject {
 		for _, n := range p {
-			if b.isText(n.E) {
+			if b.exprText(n.E) {
 				b.markText(n.Name)
 			}
 		}
@@ -69,8 +72,8 @@ func (b *Builder) typeText(op *Op) {
 	op.StrKeys = n
 }
 
-// isText reports whether e evaluates to text.
-func (b *Builder) isText(e Expr) bool {
+// exprText reports whether e evaluates to text.
+func (b *Builder) exprText(e Expr) bool {
 	switch x := e.(type) {
 	case Col:
 		return b.text[string(x)]
@@ -81,7 +84,7 @@ func (b *Builder) isText(e Expr) bool {
 		case FnSubstr:
 			return true
 		case FnCase:
-			return len(x.Args) == 3 && b.isText(x.Args[1])
+			return len(x.Args) == 3 && b.exprText(x.Args[1])
 		}
 	}
 	return false

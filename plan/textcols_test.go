@@ -2,16 +2,31 @@ package plan
 
 import "testing"
 
-// The Builder counts an operator's text keys (and a probe's carried text
-// columns) from the TPC-H schema through renames, SUBSTRING and CASE,
-// and StrTerms prices them; integers, dates, computed numbers and one-byte
-// flags are not text.
-func TestTextKeys(t *testing.T) {
-	tables, err := TPCHStats(0.01, 4096)
-	if err != nil {
-		t.Fatal(err)
+// textTables are tables of a few TPC-H columns, the text ones (as the
+// caller declares them) marked.
+func textTables() ([]TableStats, func(table, column string) bool) {
+	cols := map[string][]string{
+		"supplier": {"s_suppkey", "s_name"},
+		"part":     {"p_partkey", "p_brand", "p_type", "p_size"},
+		"lineitem": {"l_returnflag", "l_linestatus", "l_shipmode"},
 	}
-	b := NewBuilder("text", tables)
+	text := map[string]bool{"s_name": true, "p_brand": true, "p_type": true, "l_shipmode": true}
+	var tables []TableStats
+	for _, name := range []string{"supplier", "part", "lineitem"} {
+		t := TableStats{Name: name, Columns: cols[name]}
+		t.Chunks = []ChunkStats{{Rows: 100, Bytes: make([]int64, len(cols[name]))}}
+		tables = append(tables, t)
+	}
+	return tables, func(table, column string) bool { return text[column] }
+}
+
+// The Builder counts an operator's text keys (and a probe's carried text
+// columns) from the declared text columns through renames, SUBSTRING and
+// CASE, and StrTerms prices them; integers, dates, computed numbers and
+// one-byte flags are not text.
+func TestTextKeys(t *testing.T) {
+	tables, isText := textTables()
+	b := NewBuilder("text", tables).TextColumns(isText)
 	sup := b.Scan("supplier", "s_suppkey", "s_name").HashBuild("s_suppkey")
 	pp := b.Scan("part", "p_partkey", "p_brand", "p_type", "p_size").
 		Join(JoinInner, sup, []string{"p_partkey"}, []string{"s_name"}, 1, 40).
@@ -48,5 +63,17 @@ func TestTextKeys(t *testing.T) {
 		if got := c.op.StrTerms(); got != float64(c.want) {
 			t.Errorf("%s: StrTerms %g, want %d (its text keys)", c.name, got, c.want)
 		}
+	}
+}
+
+// Without TextColumns no table column is text: only projections make text.
+func TestTextKeysUndeclared(t *testing.T) {
+	tables, _ := textTables()
+	b := NewBuilder("text", tables)
+	pp := b.Scan("part", "p_partkey", "p_brand").
+		Select(40, As("brand", Col("p_brand")), As("label", Str("x"))).
+		Partial(10, 40, []string{"brand", "label"}, Count("n"))
+	if got := pp.pl.Ops[2].StrKeys; got != 1 {
+		t.Errorf("partial on an undeclared column and a literal: StrKeys %d, want 1", got)
 	}
 }

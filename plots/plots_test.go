@@ -18,8 +18,8 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"gostachio/experiments"
-	"gostachio/scheduler"
 	"gostachio/traces"
+	"gostachio/traces/event"
 )
 
 type plotT = plot.Plot
@@ -75,25 +75,25 @@ func synthResults() []experiments.Result {
 func synthEvents(n int) []traces.Event {
 	var ev []traces.Event
 	task := int32(0)
-	add := func(k scheduler.TaskKind, rk scheduler.ResourceKind, idx int32, s, e int64, meta bool) {
-		ev = append(ev, traces.Event{Res: scheduler.Resource{Kind: rk, Index: idx}, Kind: k, Meta: meta,
+	add := func(k event.TaskKind, rk event.ResourceKind, idx int32, s, e int64, meta bool) {
+		ev = append(ev, traces.Event{Res: event.Resource{Kind: rk, Index: idx}, Kind: k, Meta: meta,
 			Start: s, End: e, Task: task, Device: idx, Unit: -1, Pipeline: 0, Table: -1, Chunk: -1, Bytes: 1 << 20})
 		task++
 	}
 	for d := int32(0); d < 2; d++ {
-		add(scheduler.TaskRead, scheduler.ResNVMe, d, 0, 50_000, true)
+		add(event.TaskRead, event.ResNVMe, d, 0, 50_000, true)
 		for u := range n {
 			t0 := int64(u)*200_000 + 50_000
 			for c := range 4 {
-				add(scheduler.TaskRead, scheduler.ResNVMe, d, t0+int64(c)*10_000, t0+int64(c)*10_000+700_000, false)
+				add(event.TaskRead, event.ResNVMe, d, t0+int64(c)*10_000, t0+int64(c)*10_000+700_000, false)
 			}
-			add(scheduler.TaskH2D, scheduler.ResH2D, d, t0+710_000, t0+760_000, false)
-			add(scheduler.TaskKernel, scheduler.ResGPU, d, t0+760_000, t0+900_000, false)
+			add(event.TaskH2D, event.ResH2D, d, t0+710_000, t0+760_000, false)
+			add(event.TaskKernel, event.ResGPU, d, t0+760_000, t0+900_000, false)
 		}
 	}
 	end := int64(n)*200_000 + 1_000_000
-	add(scheduler.TaskMerge, scheduler.ResHost, 0, end, end+300_000, false)
-	add(scheduler.TaskSync, scheduler.ResHost, 0, end+300_000, end+310_000, false)
+	add(event.TaskMerge, event.ResHost, 0, end, end+300_000, false)
+	add(event.TaskSync, event.ResHost, 0, end+300_000, end+310_000, false)
 	return ev
 }
 
@@ -358,7 +358,7 @@ func TestTimelineLayout(t *testing.T) {
 	if gap != -1 {
 		t.Fatalf("gap %d with no rectangle limit", gap)
 	}
-	peak := map[scheduler.Resource]int{}
+	peak := map[event.Resource]int{}
 	for _, l := range lanes {
 		peak[l.res] = max(peak[l.res], l.lane+1)
 		for i := 1; i < len(l.slices); i++ {

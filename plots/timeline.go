@@ -12,8 +12,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 
-	"gostachio/scheduler"
 	"gostachio/traces"
+	"gostachio/traces/event"
 )
 
 // Limits of the timeline: the most lanes drawn (resources with a deeper
@@ -26,15 +26,14 @@ const (
 
 // taskColors are the colours of the task kinds (metadata reads get
 // metaReadColor).
-var taskColors = map[scheduler.TaskKind]color.Color{
-	scheduler.TaskRead:   rgb(0x0072B2),
-	scheduler.TaskH2D:    rgb(0xE69F00),
-	scheduler.TaskD2H:    rgb(0x8C6D1F),
-	scheduler.TaskKernel: rgb(0x009E73),
-	scheduler.TaskSend:   rgb(0xCC79A7),
-	scheduler.TaskRecv:   rgb(0xF2BEDC),
-	scheduler.TaskMerge:  rgb(0xD55E00),
-	scheduler.TaskSync:   rgb(0x000000),
+var taskColors = map[event.TaskKind]color.Color{
+	event.TaskRead:   rgb(0x0072B2),
+	event.TaskH2D:    rgb(0xE69F00),
+	event.TaskD2H:    rgb(0x8C6D1F),
+	event.TaskKernel: rgb(0x009E73),
+	event.TaskSend:   rgb(0xCC79A7),
+	event.TaskMerge:  rgb(0xD55E00),
+	event.TaskSync:   rgb(0x000000),
 }
 
 var metaReadColor = rgb(0x56B4E9)
@@ -42,12 +41,12 @@ var metaReadColor = rgb(0x56B4E9)
 // sliceKind is what colours a slice: the task kind, and metadata reads
 // apart from data reads.
 type sliceKind struct {
-	kind scheduler.TaskKind
+	kind event.TaskKind
 	meta bool
 }
 
 func (k sliceKind) color() color.Color {
-	if k.kind == scheduler.TaskRead && k.meta {
+	if k.kind == event.TaskRead && k.meta {
 		return metaReadColor
 	}
 	if c, ok := taskColors[k.kind]; ok {
@@ -57,7 +56,7 @@ func (k sliceKind) color() color.Color {
 }
 
 func (k sliceKind) String() string {
-	if k.kind == scheduler.TaskRead && k.meta {
+	if k.kind == event.TaskRead && k.meta {
 		return "read (metadata)"
 	}
 	return k.kind.String()
@@ -80,7 +79,7 @@ func cmpBool(a, b bool) int {
 // timelineLane is one row of the chart: a lane of one resource of one run.
 type timelineLane struct {
 	run    string
-	res    scheduler.Resource
+	res    event.Resource
 	lane   int // lane within the resource
 	lanes  int // lanes the resource got
 	peak   int // the resource's peak concurrency
@@ -102,7 +101,7 @@ type timeSlice struct {
 func timelineLayout(events []traces.Event, maxLanes, maxRects int) ([]timelineLane, int64) {
 	type key struct {
 		run int
-		res scheduler.Resource
+		res event.Resource
 	}
 	runIdx := map[string]int{}
 	for _, r := range traces.Runs(events) {

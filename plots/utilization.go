@@ -9,19 +9,19 @@ import (
 	"gonum.org/v1/plot"
 
 	"gostachio/experiments"
-	"gostachio/scheduler"
+	"gostachio/traces/event"
 )
 
 // resourceKindOrder orders resource kinds as the scheduler numbers them
 // (storage to network); unknown kinds ("nvlink-out") come after, by name.
 func compareResourceKinds(a, b string) int {
 	rank := func(s string) int {
-		for k := range scheduler.NumResourceKinds {
-			if scheduler.ResourceKind(k).String() == s {
+		for k := range event.NumResourceKinds {
+			if event.ResourceKind(k).String() == s {
 				return k
 			}
 		}
-		return scheduler.NumResourceKinds
+		return event.NumResourceKinds
 	}
 	return cmp.Or(cmp.Compare(rank(a), rank(b)), cmp.Compare(a, b))
 }

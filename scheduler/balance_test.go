@@ -4,18 +4,18 @@ import (
 	"context"
 	"testing"
 
-	"gostachio/plan"
+	"gostachio/tpch/queries"
 )
 
 // TestUnitsBalanceSmallScans: with a large chunk target, a small scan makes
 // one unit per worker at most; the units knob shrinks units so every worker
 // gets at least that many (as far as stored chunks allow).
 func TestUnitsBalanceSmallScans(t *testing.T) {
-	tables, err := plan.TPCHStats(0.01, 2000) // lineitem: 31 chunks
+	tables, err := queries.Stats(0.01, 2000) // lineitem: 31 chunks
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.TPCHQuery("q6", 0.01, tables)
+	p, err := queries.Build("q6", 0.01, tables)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,7 +4,7 @@ import (
 	"context"
 	"testing"
 
-	"gostachio/plan"
+	"gostachio/tpch/queries"
 )
 
 // BenchmarkRun measures the scheduler's cost per task: Run over an instant
@@ -13,7 +13,7 @@ import (
 // figure to watch is tasks/s (each task is one start and one completion
 // event); allocs/op divided by tasks is the per-task allocation rate.
 func BenchmarkRun(b *testing.B) {
-	tables, err := plan.TPCHStats(10, 10_000)
+	tables, err := queries.Stats(10, 10_000)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -25,7 +25,7 @@ func BenchmarkRun(b *testing.B) {
 		{"q6", "overlap", "chunk=0,adaptive=off"},
 		{"q3", "overlap", "chunk=0"},
 	} {
-		p, err := plan.TPCHQuery(bc.q, 10, tables)
+		p, err := queries.Build(bc.q, 10, tables)
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -60,8 +60,8 @@
 //   - Exchange data from another node is charged to the receiving device
 //     when it lands, without a reservation, so with several nodes the device
 //     budget can be exceeded (within a node, sends reserve the destination
-//     first). Receives (TaskRecv) and cross-process barriers are the
-//     distributed exchange's work.
+//     first). A send's completion delivers its data: receives and
+//     cross-process barriers are the distributed exchange's work.
 //   - A unit never splits a stored chunk; a chunk larger than half the
 //     pinned budget still makes a unit of its own, and one that does not fit
 //     at all ends the run with ErrStuck.

@@ -168,7 +168,7 @@ func (s *Scheduler) activate(ps *pipe) {
 			t.Table = int32(pl.Source.Table)
 			t.File = 0
 			t.Bytes = s.cfg.MetaBytes
-			t.Res = Resource{ResNVMe, s.node, s.ssd(0, t.Bytes)}
+			t.Res = Resource{Kind: ResNVMe, Node: s.node, Index: s.ssd(0, t.Bytes)}
 			ps.tableMeta = t
 		} else {
 			ps.metaDone = true

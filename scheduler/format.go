@@ -42,7 +42,7 @@ func (t *Task) String() string {
 		if t.Parts > 0 {
 			fmt.Fprintf(&b, " parts=%d", t.Parts)
 		}
-	case TaskSend, TaskRecv:
+	case TaskSend:
 		fmt.Fprintf(&b, " ->n%d d%d %dB %dr", t.Peer.Node, t.PeerDevice, t.Bytes, t.Rows)
 	}
 	if len(t.Deps) > 0 {

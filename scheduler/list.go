@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"text/tabwriter"
-	"time"
 )
 
 // ListPolicies writes the registered policies and every knob with each
@@ -70,12 +69,4 @@ func ListPolicies(w io.Writer, jsonOut bool) error {
 		return fmt.Errorf("scheduler: list policies: %w", err)
 	}
 	return nil
-}
-
-// fmtDuration formats nanoseconds like time.Duration does (no clock read).
-func fmtDuration(ns int64) string {
-	if ns == 0 {
-		return "0s"
-	}
-	return time.Duration(ns).String()
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"gostachio/plan"
+	"gostachio/tpch/queries"
 )
 
 // nodeBackend executes one node's tasks of a multi-node topology in start
@@ -184,12 +185,12 @@ func runNodes(t *testing.T, p *plan.Plan, pol Policy, topo Topology, failAt int)
 // arrives through the net asynchronously, so RunNode can release an output
 // a few completions later than Run (the peaks must stay within budget).
 func TestRunNodeSingleEqualsRun(t *testing.T) {
-	tables, err := plan.TPCHStats(0.01, 5000)
+	tables, err := queries.Stats(0.01, 5000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, q := range []string{"q1", "q3", "q6"} {
-		p, err := plan.TPCHQuery(q, 0.01, tables)
+		p, err := queries.Build(q, 0.01, tables)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -223,13 +224,13 @@ func TestRunNodeSingleEqualsRun(t *testing.T) {
 // backend, and checks the totals against one Run over the whole topology:
 // the same result rows, every chunk read once, the same exchange volume.
 func TestRunNodeCluster(t *testing.T) {
-	tables, err := plan.TPCHStats(0.01, 5000)
+	tables, err := queries.Stats(0.01, 5000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	rows := map[string]int64{"q1": 4, "q3": 10, "q6": 1}
 	for _, q := range []string{"q1", "q3", "q6"} {
-		p, err := plan.TPCHQuery(q, 0.01, tables)
+		p, err := queries.Build(q, 0.01, tables)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -270,8 +271,8 @@ func TestRunNodeCluster(t *testing.T) {
 // TestRunNodeFailure: a MsgFail mid-run stops every node with that error,
 // and RunNode leaves no goroutine behind.
 func TestRunNodeFailure(t *testing.T) {
-	tables, _ := plan.TPCHStats(0.01, 5000)
-	p, err := plan.TPCHQuery("q3", 0.01, tables)
+	tables, _ := queries.Stats(0.01, 5000)
+	p, err := queries.Build("q3", 0.01, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -296,8 +297,8 @@ func TestRunNodeFailure(t *testing.T) {
 // TestRunNodeStuck: a budget below one unit is ErrStuck on the node, not a
 // wait for the cluster.
 func TestRunNodeStuck(t *testing.T) {
-	tables, _ := plan.TPCHStats(0.01, 5000)
-	p, err := plan.TPCHQuery("q6", 0.01, tables)
+	tables, _ := queries.Stats(0.01, 5000)
+	p, err := queries.Build("q6", 0.01, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,11 +318,11 @@ func TestRunNodeStuck(t *testing.T) {
 // its k-th completion (with no delivery to it yet) must not depend on how
 // many events other nodes had meanwhile.
 func TestRunPassesPerNode(t *testing.T) {
-	tables, err := plan.TPCHStats(0.1, 5000)
+	tables, err := queries.Stats(0.1, 5000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.TPCHQuery("q6", 0.1, tables)
+	p, err := queries.Build("q6", 0.1, tables)
 	if err != nil {
 		t.Fatal(err)
 	}

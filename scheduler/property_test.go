@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"gostachio/plan"
+	"gostachio/tpch/queries"
 )
 
 // checkingBackend completes tasks in a seeded random order and checks, from
@@ -92,20 +93,20 @@ func randomConfig(r *rand.Rand) Config {
 // knobs, budgets and completion orders.
 func TestPropertyRandomOrders(t *testing.T) {
 	const sf = 0.01
-	tables, err := plan.TPCHStats(sf, 5000)
+	tables, err := queries.Stats(sf, 5000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	queries := map[string]struct {
+	built := map[string]struct {
 		p    *plan.Plan
 		rows int64
 	}{}
 	for q, rows := range map[string]int64{"q1": 4, "q3": 10, "q6": 1} {
-		p, err := plan.TPCHQuery(q, sf, tables)
+		p, err := queries.Build(q, sf, tables)
 		if err != nil {
 			t.Fatal(err)
 		}
-		queries[q] = struct {
+		built[q] = struct {
 			p    *plan.Plan
 			rows int64
 		}{p, rows}
@@ -138,7 +139,7 @@ func TestPropertyRandomOrders(t *testing.T) {
 		tb := newTestBackend(topo, "random", seed)
 		cb := &checkingBackend{testBackend: tb, t: t, pinBudget: topo.PinnedMem,
 			done: map[[2]int32]bool{}, seen: map[[2]int32]bool{}, readHeld: make([]int64, topo.Nodes), unitRead: map[[3]int32]int64{}}
-		res, err := Run(context.Background(), queries[q].p, pol, cb, nil)
+		res, err := Run(context.Background(), built[q].p, pol, cb, nil)
 		if err != nil {
 			t.Fatalf("%s %+v: %v", name, cfg, err)
 		}
@@ -160,18 +161,18 @@ func TestPropertyRandomOrders(t *testing.T) {
 		if topo.Nodes == 1 && res.PeakDevice > topo.DeviceMem {
 			t.Errorf("%s: peak device %d over budget %d", name, res.PeakDevice, topo.DeviceMem)
 		}
-		if res.ResultRows != queries[q].rows {
-			t.Errorf("%s: result %d rows, want %d", name, res.ResultRows, queries[q].rows)
+		if res.ResultRows != built[q].rows {
+			t.Errorf("%s: result %d rows, want %d", name, res.ResultRows, built[q].rows)
 		}
 		if !cfg.Combine {
 			// Without combining the reads move exactly the projected
 			// columns of every chunk.
 			var want int64
-			for _, pl := range queries[q].p.Pipelines {
+			for _, pl := range built[q].p.Pipelines {
 				if pl.Source.Kind != plan.SourceScan {
 					continue
 				}
-				tbl := &queries[q].p.Tables[pl.Source.Table]
+				tbl := &built[q].p.Tables[pl.Source.Table]
 				cols, _ := tbl.ColumnIndexes(pl.Ops[0].Out)
 				want += tbl.Bytes(cols)
 			}
@@ -193,8 +194,8 @@ func TestPropertyRandomOrders(t *testing.T) {
 
 // TestStuckBudget: a budget below one unit is reported, not hung.
 func TestStuckBudget(t *testing.T) {
-	tables, _ := plan.TPCHStats(0.01, 5000)
-	p, err := plan.TPCHQuery("q6", 0.01, tables)
+	tables, _ := queries.Stats(0.01, 5000)
+	p, err := queries.Build("q6", 0.01, tables)
 	if err != nil {
 		t.Fatal(err)
 	}

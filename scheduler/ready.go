@@ -141,7 +141,7 @@ func (s *Scheduler) startRead(u *unit) bool {
 			}
 			r.Meta, r.Unit, r.Table, r.Chunk, r.Chunks = true, u.seq, int32(ps.p.Source.Table), c, 1
 			r.File, r.Offset, r.Bytes = t.Chunks[c].File, t.Chunks[c].Base, s.cfg.MetaBytes
-			r.Res = Resource{ResNVMe, s.node, s.ssd(u.dev, r.Bytes)}
+			r.Res = Resource{Kind: ResNVMe, Node: s.node, Index: s.ssd(u.dev, r.Bytes)}
 		}
 	case !ps.metaDone:
 		u.waitsTableMeta = true
@@ -173,7 +173,7 @@ func (s *Scheduler) issueReads(u *unit) {
 			n++
 			r.Unit, r.Table, r.Chunk, r.Chunks = u.seq, tbl, c, 1
 			r.File, r.Offset, r.Column, r.Columns, r.Bytes, r.Rows = ch.File, off, int32(col), int32(ncol), size, ch.Rows
-			r.Res = Resource{ResNVMe, s.node, s.ssd(u.dev, size)}
+			r.Res = Resource{Kind: ResNVMe, Node: s.node, Index: s.ssd(u.dev, size)}
 			if !s.cfg.MetaCache {
 				s.setDeps(r, depFirst+TaskID(c-u.chunk), 1)
 			} else {
@@ -413,8 +413,8 @@ func (s *Scheduler) issueSends(ps *pipe, src, unitSeq int32, bytes, rows int64, 
 		n++
 		t.Unit, t.Bytes, t.Rows, t.PeerDevice = unitSeq, b, r, dd
 		t.OpKind = ps.sink
-		t.Res = Resource{ResNICOut, s.node, s.nic(src)}
-		t.Peer = Resource{ResNICIn, dn, s.nic(dd)}
+		t.Res = Resource{Kind: ResNICOut, Node: s.node, Index: s.nic(src)}
+		t.Peer = Resource{Kind: ResNICIn, Node: dn, Index: s.nic(dd)}
 		t.Tag = uint64(uint32(s.node))<<32 | uint64(uint32(t.ID))
 		s.setDeps(t, depFirst, depN)
 	}
@@ -484,8 +484,8 @@ func (s *Scheduler) sendBuffer(ps *pipe, d int32, w int, depFirst TaskID, depN i
 	t := s.newTask(TaskSend, ps.idx, d)
 	t.Bytes, t.Rows, t.PeerDevice = pd.stage[w], pd.stageRows[w], dd
 	t.OpKind = ps.sink
-	t.Res = Resource{ResNICOut, s.node, s.nic(d)}
-	t.Peer = Resource{ResNICIn, dn, s.nic(dd)}
+	t.Res = Resource{Kind: ResNICOut, Node: s.node, Index: s.nic(d)}
+	t.Peer = Resource{Kind: ResNICIn, Node: dn, Index: s.nic(dd)}
 	t.Tag = uint64(uint32(s.node))<<32 | uint64(uint32(t.ID))
 	s.setDeps(t, depFirst, depN)
 	pd.stage[w], pd.stageRows[w] = 0, 0

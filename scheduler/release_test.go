@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"gostachio/plan"
+	"gostachio/tpch/queries"
 )
 
 // releasingBackend records ReleaseOutput calls, checking that no task of a
@@ -33,11 +34,11 @@ func (b *releasingBackend) Start(t *Task) error {
 // exactly once, and only after every pipeline reading it started its last
 // task (the backend may drop the data then).
 func TestOutputsReleasedOnceAfterReaders(t *testing.T) {
-	tables, err := plan.TPCHStats(0.01, 5000)
+	tables, err := queries.Stats(0.01, 5000)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.TPCHQuery("q3", 0.01, tables)
+	p, err := queries.Build("q3", 0.01, tables)
 	if err != nil {
 		t.Fatal(err)
 	}

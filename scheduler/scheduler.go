@@ -367,13 +367,13 @@ func (s *Scheduler) newTask(kind TaskKind, pipeIdx, dev int32) *Task {
 	t.Unit, t.Table, t.Chunk, t.File, t.Column, t.PeerDevice = -1, -1, -1, -1, -1, -1
 	switch kind {
 	case TaskH2D:
-		t.Res = Resource{ResH2D, s.node, dev}
+		t.Res = Resource{Kind: ResH2D, Node: s.node, Index: dev}
 	case TaskD2H:
-		t.Res = Resource{ResD2H, s.node, dev}
+		t.Res = Resource{Kind: ResD2H, Node: s.node, Index: dev}
 	case TaskKernel:
-		t.Res = Resource{ResGPU, s.node, dev}
+		t.Res = Resource{Kind: ResGPU, Node: s.node, Index: dev}
 	case TaskMerge, TaskSync:
-		t.Res = Resource{ResHost, s.node, 0}
+		t.Res = Resource{Kind: ResHost, Node: s.node, Index: 0}
 	}
 	s.ready = append(s.ready, t)
 	return t

@@ -6,115 +6,45 @@ import (
 	"fmt"
 
 	"gostachio/plan"
+	"gostachio/traces/event"
 )
 
-// Time is a point in a run, in nanoseconds since the run started: virtual
-// time in the simulator, monotonic time in the engine. The scheduler never
-// reads a clock; it sees Time only in Completions and Backend.Now.
-type Time int64
-
-// String formats t as a duration since the run started ("1.5ms").
-func (t Time) String() string { return fmtDuration(int64(t)) }
-
-// TaskKind is what a task does, and so which resource it occupies.
-type TaskKind uint8
+// The vocabulary of executed work (kinds, resources, events) lives in
+// package event, below both the scheduler and traces; these are its names
+// here.
+type (
+	Time         = event.Time
+	TaskKind     = event.TaskKind
+	ResourceKind = event.ResourceKind
+	Resource     = event.Resource
+	TaskID       = event.TaskID
+	Event        = event.Event
+	TraceSink    = event.TraceSink
+)
 
 const (
-	TaskInvalid TaskKind = iota
-	// TaskRead reads Bytes at Offset of file File of table Table from the
-	// SSD Res.Index of the node into a pinned host buffer. Meta reads (Meta
-	// true) fetch file/chunk metadata (footer, chunk index) instead of data.
-	TaskRead
-	// TaskH2D copies Bytes from pinned host memory to device Device over
-	// its PCIe link (Res.Index = Device).
-	TaskH2D
-	// TaskD2H copies Bytes from device Device to host memory.
-	TaskD2H
-	// TaskKernel runs the fused operators Ops on device Device over Rows
-	// input rows / Bytes input bytes (engine CPU backend: a worker group).
-	TaskKernel
-	// TaskSend transfers Bytes from (Node, Device) to (Peer.Node,
-	// PeerDevice) over NIC Res.Index of Node and NIC Peer.Index of
-	// Peer.Node. Its matching TaskRecv carries the same Tag. A send to the
-	// same node models the intra-node path the backend chooses (the sim
-	// profile decides: NVLink or NIC loopback).
-	TaskSend
-	// TaskRecv is the receiver's side of a send with the same Tag: posted
-	// (buffer ready) when the receiver can take the data, complete when the
-	// data has landed. It adds no work of its own on a resource: the
-	// transfer is the send's. Reserved for the distributed exchange (the
-	// engine's posted receives); the scheduler does not create it yet: a
-	// send's completion delivers its data (see Run).
-	TaskRecv
-	// TaskMerge runs host-CPU work (Ops, usually a breaker: merging partial
-	// aggregates, final sort / top-k) over Rows/Bytes on node Node.
-	TaskMerge
-	// TaskSync is a host round trip: the host waits until device Device has
-	// drained its queue and reads back a small value (e.g. a filter's output
-	// count) before it can size the next step. The backend charges its sync
-	// latency (profile / real cudaStreamSynchronize). Policies with deferred
-	// synchronization avoid most of them.
-	TaskSync
-	numTaskKinds
+	TaskInvalid = event.TaskInvalid
+	TaskRead    = event.TaskRead
+	TaskH2D     = event.TaskH2D
+	TaskD2H     = event.TaskD2H
+	TaskKernel  = event.TaskKernel
+	TaskSend    = event.TaskSend
+	TaskMerge   = event.TaskMerge
+	TaskSync    = event.TaskSync
+
+	NumTaskKinds = event.NumTaskKinds
+
+	ResNone   = event.ResNone
+	ResNVMe   = event.ResNVMe
+	ResH2D    = event.ResH2D
+	ResD2H    = event.ResD2H
+	ResGPU    = event.ResGPU
+	ResNICOut = event.ResNICOut
+	ResNICIn  = event.ResNICIn
+	ResHost   = event.ResHost
+
+	NumResourceKinds = event.NumResourceKinds
 )
-
-// NumTaskKinds is the number of task kinds (for arrays indexed by TaskKind).
-const NumTaskKinds = int(numTaskKinds)
-
-var taskKindNames = [...]string{
-	TaskInvalid: "invalid", TaskRead: "read", TaskH2D: "h2d", TaskD2H: "d2h",
-	TaskKernel: "kernel", TaskSend: "send", TaskRecv: "recv", TaskMerge: "merge", TaskSync: "sync",
-}
-
-func (k TaskKind) String() string {
-	if int(k) < len(taskKindNames) {
-		return taskKindNames[k]
-	}
-	return fmt.Sprintf("TaskKind(%d)", uint8(k))
-}
-
-// ResourceKind is a kind of hardware resource a task occupies.
-type ResourceKind uint8
-
-const (
-	ResNone   ResourceKind = iota
-	ResNVMe                // one SSD; Index = SSD number on the node
-	ResH2D                 // host-to-device direction of a GPU's PCIe link; Index = device
-	ResD2H                 // device-to-host direction; Index = device
-	ResGPU                 // a GPU's compute (engine: a CPU worker group); Index = device
-	ResNICOut              // a NIC's egress; Index = NIC number on the node
-	ResNICIn               // a NIC's ingress; Index = NIC number on the node
-	ResHost                // the node's host CPU (merges, syncs); Index = 0
-	numResourceKinds
-)
-
-// NumResourceKinds is the number of resource kinds.
-const NumResourceKinds = int(numResourceKinds)
-
-var resourceKindNames = [...]string{
-	ResNone: "none", ResNVMe: "nvme", ResH2D: "h2d", ResD2H: "d2h", ResGPU: "gpu",
-	ResNICOut: "nic-out", ResNICIn: "nic-in", ResHost: "host",
-}
-
-func (k ResourceKind) String() string {
-	if int(k) < len(resourceKindNames) {
-		return resourceKindNames[k]
-	}
-	return fmt.Sprintf("ResourceKind(%d)", uint8(k))
-}
-
-// Resource identifies one resource instance of the cluster.
-type Resource struct {
-	Kind  ResourceKind
-	Node  int32
-	Index int32
-}
-
-func (r Resource) String() string { return fmt.Sprintf("%s[%d.%d]", r.Kind, r.Node, r.Index) }
-
-// TaskID identifies a task within its node's scheduler: tasks of one node
-// are numbered 0, 1, 2, ... in creation order. (Node, ID) is unique in a run.
-type TaskID int32
 
 // Task is one unit of work on one resource. The scheduler creates and owns
 // every Task; a pointer handed to Backend.Start stays valid and unchanged
@@ -125,14 +55,14 @@ type Task struct {
 	Kind TaskKind
 	// Res is the resource the task occupies (see TaskKind).
 	Res Resource
-	// Peer is, for TaskSend, the receiver's NIC ingress; for TaskRecv, the
-	// sender's NIC egress. ResNone otherwise.
+	// Peer is, for TaskSend, the receiver's NIC ingress; ResNone
+	// otherwise.
 	Peer Resource
 	// Node and Device are the worker the task serves: the device whose
 	// unit of data is read, copied, computed or sent. Device is -1 for
 	// node-wide host work (merges, metadata).
 	Node, Device int32
-	// PeerDevice is the other end's device of a send/recv.
+	// PeerDevice is the other end's device of a send.
 	PeerDevice int32
 	// Pipeline is the plan pipeline index; Unit the unit's sequence number
 	// within that pipeline on this node (-1 for pipeline-wide tasks).
@@ -163,7 +93,8 @@ type Task struct {
 	// Parts is the number of destination workers of an exchange kernel
 	// (its Completion.PartBytes has this length); 0 otherwise.
 	Parts int32
-	// Tag pairs a TaskSend with its TaskRecv (equal Tags); 0 otherwise.
+	// Tag identifies a TaskSend within its run (its node and ID); 0
+	// otherwise.
 	Tag uint64
 	// Deps are the tasks (same node) that completed before this one could
 	// start: informational for traces and tests; the scheduler enforces
@@ -178,8 +109,7 @@ type Completion struct {
 	// Start and End are when the task began occupying its resource and when
 	// it finished (Start >= the time Start was called).
 	Start, End Time
-	// OutBytes and OutRows are the real output of a kernel / merge (or the
-	// bytes a recv actually received). A backend without real data reports
+	// OutBytes and OutRows are the real output of a kernel / merge. A backend without real data reports
 	// Task.EstBytes / Task.EstRows.
 	OutBytes, OutRows int64
 	// PartBytes, for an exchange kernel (Task.Parts > 0), is the output
@@ -254,33 +184,6 @@ type Policy interface {
 	Name() string
 	// Config returns the policy's knobs (a copy; already validated).
 	Config() Config
-}
-
-// Event is one executed task, as both backends report it (the minimal event
-// model that package traces adopts).
-type Event struct {
-	Task         TaskID
-	Kind         TaskKind
-	Res          Resource
-	Node, Device int32
-	Pipeline     int32
-	Unit         int32
-	// Table and Chunk are the stored chunk a read covers, or the first
-	// chunk of a scan unit's other tasks (-1 when not a scan unit's).
-	Table, Chunk int32
-	OpKind       plan.OpKind
-	Meta         bool
-	Start, End   Time
-	// Bytes moved (transfers) or input bytes (kernels, merges); Rows the
-	// output rows of a kernel / merge, rows moved otherwise.
-	Bytes, Rows int64
-}
-
-// TraceSink receives events. Run records one Event per completed task, in
-// completion order; backends may record extra events of their own.
-// Record must not retain pointers into the scheduler.
-type TraceSink interface {
-	Record(e Event)
 }
 
 // Result summarizes a run.

@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"gostachio/plan"
 	"gostachio/scheduler"
+	"gostachio/tpch/queries"
 )
 
 // BenchmarkNetEvents measures the simulator loop alone: 64 links, each with
@@ -47,11 +47,11 @@ func benchQuery(b *testing.B, q string) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	tables, err := plan.TPCHStats(1000, DefaultChunkRows)
+	tables, err := queries.Stats(1000, DefaultChunkRows)
 	if err != nil {
 		b.Fatal(err)
 	}
-	p, err := plan.TPCHQuery(q, 1000, tables)
+	p, err := queries.Build(q, 1000, tables)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package sim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -57,10 +56,6 @@ type LinkInfo struct {
 	Index int
 }
 
-// ErrUnmatched is returned by Cluster.Next when the only tasks outstanding
-// are receives waiting for sends that no scheduler has started.
-var ErrUnmatched = errors.New("sim: receives wait for sends that were never started")
-
 // Cluster is N nodes of a Profile sharing one event queue and one network
 // model: the simulator's scheduler.Backend. Every node has, per the
 // profile, SSDs, a PCIe link per GPU and direction, GPU compute, NIC ports
@@ -101,10 +96,6 @@ var ErrUnmatched = errors.New("sim: receives wait for sends that were never star
 //	         net_cpu_cost c, between nodes: + Host[node] and Host[peer]
 //	         with weight c each (one host, weight 2c, on a shared
 //	         machine): the TCP stack's core-ns per byte (FlowSpec.Weights)
-//	recv     no work: completes with the send of the same Tag, whether
-//	         the send is already in flight or starts later; a receive
-//	         started after its send completed waits forever, and Next
-//	         reports ErrUnmatched once nothing else is in flight
 //
 // Completions report Task.EstBytes / Task.EstRows as the output (the
 // simulator has no data), and PartBytes nil (even exchange split).
@@ -120,14 +111,11 @@ type Cluster struct {
 
 	recs     []rec
 	freeRecs []int32
-	// sends in flight by tag (for receives), receives waiting by tag.
-	sendFlows map[uint64]int32
-	recvWait  map[uint64]recvHalf
-	queued    []scheduler.Completion
-	qhead     int
-	calls     int
-	links     []LinkID  // scratch
-	weights   []float64 // scratch: a send's FlowSpec.Weights
+	queued   []scheduler.Completion
+	qhead    int
+	calls    int
+	links    []LinkID  // scratch
+	weights  []float64 // scratch: a send's FlowSpec.Weights
 	// tables: the rows and op of the hash-build kernels per node, device
 	// and build pipeline — costmodel.TableBytes of them is the working set
 	// of the probes of that table.
@@ -345,12 +333,9 @@ func (c *Cluster) gpuKernel(t *scheduler.Task) bool {
 	return c.gpuScanUnit(t) && !split
 }
 
-// rec is the payload of one flow: the task it executes and, for a send
-// with a matched receive, the receive.
+// rec is the payload of one flow: the task it executes.
 type rec struct {
-	task      *scheduler.Task
-	recv      *scheduler.Task
-	recvStart int64
+	task *scheduler.Task
 	// gate the flow passed (nil: none) and its weight there.
 	gate   *gate
 	weight int
@@ -447,11 +432,6 @@ func (c *Cluster) gateOf(t *scheduler.Task, spec *FlowSpec) (*gate, int) {
 	return g, w
 }
 
-type recvHalf struct {
-	task  *scheduler.Task
-	start int64
-}
-
 var _ scheduler.Backend = (*Cluster)(nil)
 
 // NewCluster builds nodes nodes of profile p. p must be valid
@@ -464,7 +444,7 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 		return nil, fmt.Errorf("sim: profile %s: %w", p.Name, err)
 	}
 	c := &Cluster{prof: p, nodes: nodes, net: NewNet(),
-		sendFlows: map[uint64]int32{}, recvWait: map[uint64]recvHalf{}, tables: map[tableKey]builtTable{}}
+		tables: map[tableKey]builtTable{}}
 	c.startGated = c.startHeld
 	n := &p.Node
 	c.topo = scheduler.Topology{Nodes: nodes, Devices: n.GPUs, SSDs: n.SSDs, NICs: n.NICs,
@@ -672,19 +652,6 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 		if ls, spec, err = c.sendFlow(t, ls); err != nil {
 			return err
 		}
-	case scheduler.TaskRecv:
-		if err := c.check(t, node, t.Device, nd.GPUs, "device"); err != nil {
-			return err
-		}
-		if r, ok := c.sendFlows[t.Tag]; ok && c.recs[r].recv == nil {
-			c.recs[r].recv, c.recs[r].recvStart = t, c.net.Now()
-			return nil
-		}
-		if _, dup := c.recvWait[t.Tag]; dup {
-			return fmt.Errorf("sim: recv task %d: tag %#x already has a waiting recv", t.ID, t.Tag)
-		}
-		c.recvWait[t.Tag] = recvHalf{t, c.net.Now()}
-		return nil
 	default:
 		return fmt.Errorf("sim: task %d has kind %s, which the simulator cannot run", t.ID, t.Kind)
 	}
@@ -693,13 +660,6 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 	r := c.newRec(t)
 	c.recs[r].fold = fold
 	spec.Tag = r
-	if t.Kind == scheduler.TaskSend {
-		if h, ok := c.recvWait[t.Tag]; ok {
-			delete(c.recvWait, t.Tag)
-			c.recs[r].recv, c.recs[r].recvStart = h.task, h.start
-		}
-		c.sendFlows[t.Tag] = r
-	}
 	if g, w := c.gateOf(t, &spec); g != nil {
 		c.recs[r].gate, c.recs[r].weight = g, w
 		if !g.admit(w) {
@@ -832,9 +792,6 @@ func (c *Cluster) Next(ctx context.Context) (scheduler.Completion, error) {
 	for {
 		tag, s, e, ok := c.net.Step()
 		if !ok {
-			if len(c.recvWait) > 0 {
-				return scheduler.Completion{}, fmt.Errorf("%w (%d receives)", ErrUnmatched, len(c.recvWait))
-			}
 			return scheduler.Completion{}, scheduler.ErrIdle
 		}
 		c.leavePort(tag)
@@ -862,12 +819,6 @@ func (c *Cluster) Next(ctx context.Context) (scheduler.Completion, error) {
 			if b, r, ok := c.outputs(t); ok {
 				comp.OutBytes, comp.OutRows = b, r
 			}
-		}
-	case scheduler.TaskSend:
-		delete(c.sendFlows, t.Tag)
-		if r.recv != nil {
-			c.queued = append(c.queued, scheduler.Completion{Task: r.recv, Start: scheduler.Time(max(start, r.recvStart)),
-				End: scheduler.Time(end), OutBytes: t.Bytes, OutRows: t.Rows})
 		}
 	}
 	return comp, nil

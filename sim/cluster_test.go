@@ -90,35 +90,6 @@ func TestClusterTaskTimes(t *testing.T) {
 	}
 }
 
-// TestClusterRecvPairsWithSend: a receive completes when its send's data
-// has landed, whichever was started first.
-func TestClusterRecvPairsWithSend(t *testing.T) {
-	c := tinyCluster(t, 2)
-	recv := scheduler.Task{ID: 9, Kind: scheduler.TaskRecv, Node: 1, Device: 0, Tag: 42}
-	send := scheduler.Task{ID: 3, Kind: scheduler.TaskSend, Res: scheduler.Resource{Kind: scheduler.ResNICOut}, Peer: scheduler.Resource{Kind: scheduler.ResNICIn, Node: 1}, Bytes: 1e6, Tag: 42}
-	if err := c.Start(&recv); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Start(&send); err != nil {
-		t.Fatal(err)
-	}
-	got := drain(t, c)
-	if len(got) != 2 || got[0].Task != &send || got[1].Task != &recv {
-		t.Fatalf("completions %+v", got)
-	}
-	if got[0].End != 1_005_000 || got[1].End != 1_005_000 || got[1].OutBytes != 1e6 {
-		t.Fatalf("send ends %d, recv ends %d with %d B; want both 1005000, 1e6 B", got[0].End, got[1].End, got[1].OutBytes)
-	}
-	// A receive whose send never starts is reported, not silently idle.
-	lone := scheduler.Task{Kind: scheduler.TaskRecv, Tag: 7}
-	if err := c.Start(&lone); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := c.Next(context.Background()); !errors.Is(err, ErrUnmatched) {
-		t.Fatalf("Next with a lone recv: %v, want ErrUnmatched", err)
-	}
-}
-
 // TestClusterBound: on a hand-built load the bound is max(work/capacity)
 // computed by hand, and the makespan follows from fair sharing.
 func TestClusterBound(t *testing.T) {
@@ -180,11 +151,11 @@ func simulateQuery(t *testing.T, q, policy string, sf float64, nodes int, jitter
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables, err := plan.TPCHStats(sf, DefaultChunkRows)
+	tables, err := queries.Stats(sf, DefaultChunkRows)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := plan.TPCHQuery(q, sf, tables)
+	p, err := queries.Build(q, sf, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -521,7 +492,7 @@ func TestPlacementOnHost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables, err := plan.TPCHStats(1, 131072)
+	tables, err := queries.Stats(1, 131072)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,7 +10,6 @@ import (
 
 	"gostachio/plan"
 	"gostachio/scheduler"
-	"gostachio/tpch/queries"
 	"gostachio/traces"
 )
 
@@ -22,10 +21,12 @@ type ReplayOptions struct {
 	Meta   traces.Meta
 	// Profile is the hardware profile to simulate on.
 	Profile string
-	// Tables and SF size the plan as the recorded run's dataset did (the
-	// caller reads its manifest; TraceDataDir says where it was).
-	Tables []plan.TableStats
-	SF     float64
+	// Plan is the recorded run's plan, built over the tables of its
+	// dataset as the run built it (TraceRun names the query and the
+	// dataset folder); SF is the scale factor it was built at (reported
+	// only).
+	Plan *plan.Plan
+	SF   float64
 	// Policy and Set: the policy to re-simulate under ("": the recorded
 	// one, with Set as given).
 	Policy, Set string
@@ -51,8 +52,8 @@ func TraceRun(events []traces.Event, meta traces.Meta) (query, policy, dataDir s
 	return q, pol, dataDir, nil
 }
 
-// RunReplay is `gostachio sim --replay`: it rebuilds the recorded run's
-// plan and re-simulates it with the kernels' and merges' real output sizes
+// RunReplay is `gostachio sim --replay`: it re-simulates the recorded
+// run's plan with the kernels' and merges' real output sizes
 // from the trace (Replay), under the recorded policy or another one, and
 // prints the report with the recorded makespan beside it.
 func RunReplay(ctx context.Context, opts ReplayOptions, stdout io.Writer) error {
@@ -67,15 +68,12 @@ func RunReplay(ctx context.Context, opts ReplayOptions, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	sf := opts.SF
-	if !(sf > 0) {
-		if sf, err = plan.TPCHScaleFactor(opts.Tables); err != nil {
-			return fmt.Errorf("sim: replay: %w", err)
-		}
+	p := opts.Plan
+	if p == nil {
+		return fmt.Errorf("sim: replay: no plan to simulate")
 	}
-	p, err := queries.Build(query, sf, opts.Tables)
-	if err != nil {
-		return fmt.Errorf("sim: replay: %w", err)
+	if p.Name != query {
+		return fmt.Errorf("sim: replay: the trace records %s, the plan is %s", query, p.Name)
 	}
 	pol, err := scheduler.NewPolicy(opts.Policy, opts.Set)
 	if err != nil {
@@ -85,7 +83,7 @@ func RunReplay(ctx context.Context, opts ReplayOptions, stdout io.Writer) error 
 	if err != nil {
 		return err
 	}
-	rep.SF = sf
+	rep.SF = opts.SF
 	recorded := traces.Makespan(opts.Events)
 	if opts.JSON {
 		enc := json.NewEncoder(stdout)

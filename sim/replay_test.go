@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"gostachio/costmodel"
-	"gostachio/plan"
 	"gostachio/scheduler"
 	"gostachio/tpch/queries"
 	"gostachio/traces"
@@ -20,7 +19,7 @@ func TestReplayUsesTraceSizes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables, err := plan.TPCHStats(0.1, 1<<17)
+	tables, err := queries.Stats(0.1, 1<<17)
 	if err != nil {
 		t.Fatal(err)
 	}

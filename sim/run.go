@@ -11,12 +11,12 @@ import (
 	"gostachio/costmodel"
 	"gostachio/plan"
 	"gostachio/scheduler"
-	"gostachio/tpch/queries"
 	"gostachio/traces"
 )
 
-// DefaultChunkRows is the stored chunk size of scale-factor-only workloads:
-// the dataset writer's default (dataset.DefaultChunkRows, 1 Mi rows).
+// DefaultChunkRows is the stored chunk size callers size scale-factor-only
+// workloads at: the dataset writer's default (dataset.DefaultChunkRows,
+// 1 Mi rows).
 const DefaultChunkRows = 1 << 20
 
 // SimOptions are the inputs of `gostachio sim`.
@@ -28,20 +28,12 @@ type SimOptions struct {
 	Log io.Writer
 	// Nodes is the cluster size (default 1).
 	Nodes int
-	// SF is the TPC-H scale factor; without Tables, tables are sized from
-	// it alone (plan.TPCHStats) in chunks of ChunkRows rows (0:
-	// DefaultChunkRows).
-	SF        float64
-	ChunkRows int
-	// Tables, when non-nil, sizes the workload instead of SF: the chunked
-	// layout of a real dataset (filled from its manifest by the caller;
-	// uneven chunks, explicit offsets, min/max statistics all honored).
-	// SF then only scales the queries' group-count estimates; 0 infers it
-	// from the tables' row counts (plan.TPCHScaleFactor). ChunkRows is
-	// ignored. The slice is read, never modified.
-	Tables []plan.TableStats
-	// Query is a TPC-H query name (queries.Names: q1..q22).
-	Query string
+	// Plan is the plan to simulate (its Name names the run in the report
+	// and the trace). The simulator reads it and, with Place, places its
+	// pipelines: a caller that runs the same plan again passes a copy.
+	Plan *plan.Plan
+	// SF is the scale factor the plan was built at: reported only.
+	SF float64
 	// Policy and Set select the scheduling policy and its knob overrides
 	// ("chunk=8MiB,depth=4").
 	Policy string
@@ -112,10 +104,9 @@ func (c *Cluster) report(query, policy string, res scheduler.Result) *Report {
 	return r
 }
 
-// RunSim is `gostachio sim`: it sizes TPC-H opts.Query from opts.Tables or
-// at opts.SF, runs it
-// under opts.Policy on opts.Nodes nodes of opts.Profile, writes the report
-// (text or JSON) to stdout and, with opts.Trace, a Chrome trace file.
+// RunSim is `gostachio sim`: it runs opts.Plan under opts.Policy on
+// opts.Nodes nodes of opts.Profile, writes the report (text or JSON) to
+// stdout and, with opts.Trace, a Chrome trace file.
 func RunSim(ctx context.Context, opts SimOptions, stdout io.Writer) error {
 	rep, err := runSim(ctx, opts)
 	if err != nil {
@@ -139,9 +130,6 @@ func RunReport(ctx context.Context, opts SimOptions) (*Report, error) { return r
 func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 	if opts.Nodes == 0 {
 		opts.Nodes = 1
-	}
-	if opts.ChunkRows == 0 {
-		opts.ChunkRows = DefaultChunkRows
 	}
 	if opts.Policy == "" {
 		opts.Policy = "overlap"
@@ -172,19 +160,9 @@ func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 		}
 		prof.NVMe.Bandwidth = costmodel.Rate(float64(prof.NVMe.Bandwidth) * f)
 	}
-	tables := opts.Tables
-	if tables != nil {
-		if opts.SF <= 0 {
-			if opts.SF, err = plan.TPCHScaleFactor(tables); err != nil {
-				return nil, fmt.Errorf("sim: %w", err)
-			}
-		}
-	} else if tables, err = plan.TPCHStats(opts.SF, opts.ChunkRows); err != nil {
-		return nil, fmt.Errorf("sim: %w", err)
-	}
-	p, err := queries.Build(opts.Query, opts.SF, tables)
-	if err != nil {
-		return nil, fmt.Errorf("sim: %w", err)
+	p := opts.Plan
+	if p == nil {
+		return nil, fmt.Errorf("sim: no plan to simulate")
 	}
 	if opts.Place != nil {
 		if !prof.Node.GPUScansOnly {
@@ -201,7 +179,7 @@ func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 	var tw *traces.Recorder
 	var sink scheduler.TraceSink
 	if opts.Trace != "" {
-		tw = &traces.Recorder{Run: opts.Query + "/" + opts.Policy}
+		tw = &traces.Recorder{Run: p.Name + "/" + opts.Policy}
 		sink = tw
 	}
 	rep, err := Simulate(ctx, p, prof, opts.Nodes, pol, sink, opts.Jitter, opts.Seed)

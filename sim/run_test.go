@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"gostachio/plan"
+	"gostachio/tpch/queries"
 )
 
 // TestRunSim runs the CLI entry point in JSON mode with a trace and checks
@@ -21,7 +22,7 @@ func TestRunSim(t *testing.T) {
 	dir := t.TempDir()
 	tracePath := filepath.Join(dir, "q6.json")
 	var out bytes.Buffer
-	err := RunSim(context.Background(), SimOptions{Profile: "dgx-a100", Nodes: 2, SF: 10, Query: "q6",
+	err := RunSim(context.Background(), SimOptions{Profile: "dgx-a100", Nodes: 2, SF: 10, Plan: tpchPlan(t, "q6", 10),
 		Policy: "overlap", Set: "depth=4", Trace: tracePath, JSON: true}, &out)
 	if err != nil {
 		t.Fatal(err)
@@ -87,7 +88,7 @@ func TestRunSim(t *testing.T) {
 
 	// Text mode names the bound and every resource kind.
 	out.Reset()
-	if err := RunSim(context.Background(), SimOptions{Profile: "devbox", SF: 1, Query: "q1", Policy: "serial"}, &out); err != nil {
+	if err := RunSim(context.Background(), SimOptions{Profile: "devbox", SF: 1, Plan: tpchPlan(t, "q1", 1), Policy: "serial"}, &out); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"makespan", "bound", "efficiency", "nvme", "host", "h2d"} {
@@ -95,19 +96,18 @@ func TestRunSim(t *testing.T) {
 			t.Errorf("text report lacks %q:\n%s", want, out.String())
 		}
 	}
-	if err := RunSim(context.Background(), SimOptions{Profile: "dgx-a100", SF: 1, Query: "q99"}, &out); err == nil {
-		t.Error("unknown query accepted")
+	if err := RunSim(context.Background(), SimOptions{Profile: "dgx-a100", SF: 1}, &out); err == nil {
+		t.Error("a run without a plan accepted")
 	}
 }
 
-// TestRunSimTables: with SimOptions.Tables the workload comes from the given
-// layout, not from SF: uneven lineitem chunks, one of which min/max pruning
+// TestRunSimTables: a plan built over given tables runs on their layout: uneven lineitem chunks, one of which min/max pruning
 // drops for q6, and the scale factor inferred from the orders table. The
 // SSDs must move exactly the four projected lineitem columns of the
 // surviving chunks plus the one table-metadata read (combining off, so no
 // gaps are read through).
 func TestRunSimTables(t *testing.T) {
-	tables, err := plan.TPCHStats(0.1, 100_000)
+	tables, err := queries.Stats(0.1, 100_000)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,8 +148,12 @@ func TestRunSimTables(t *testing.T) {
 		want += float64(li.Chunks[1].Bytes[c] + li.Chunks[2].Bytes[c])
 	}
 	var out bytes.Buffer
-	err = RunSim(context.Background(), SimOptions{Profile: "dgx-a100", Query: "q6", Policy: "overlap",
-		Set: "combine=off", Tables: tables, ChunkRows: 12345, JSON: true}, &out)
+	p, sf, err := queries.Sized("q6", 0, 12345, tables)
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = RunSim(context.Background(), SimOptions{Profile: "dgx-a100", Plan: p, SF: sf, Policy: "overlap",
+		Set: "combine=off", JSON: true}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -180,7 +184,7 @@ func TestRunSimTables(t *testing.T) {
 func TestRunCPUSlowdown(t *testing.T) {
 	ms := func(f float64) int64 {
 		t.Helper()
-		r, err := RunReport(context.Background(), SimOptions{Profile: "devbox", Query: "q1", SF: 0.1, CPUSlowdown: f})
+		r, err := RunReport(context.Background(), SimOptions{Profile: "devbox", Plan: tpchPlan(t, "q1", 0.1), SF: 0.1, CPUSlowdown: f})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -194,7 +198,7 @@ func TestRunCPUSlowdown(t *testing.T) {
 		t.Errorf("x1: %d, as profiled %d", one, base)
 	}
 	for _, f := range []float64{-1, math.Inf(1)} {
-		if _, err := RunReport(context.Background(), SimOptions{Profile: "devbox", Query: "q1", SF: 0.1, CPUSlowdown: f}); err == nil || !strings.Contains(err.Error(), "--cpu-slowdown") {
+		if _, err := RunReport(context.Background(), SimOptions{Profile: "devbox", Plan: tpchPlan(t, "q1", 0.1), SF: 0.1, CPUSlowdown: f}); err == nil || !strings.Contains(err.Error(), "--cpu-slowdown") {
 			t.Errorf("factor %v: err %v", f, err)
 		}
 	}
@@ -207,7 +211,7 @@ func TestRunCPUSlowdown(t *testing.T) {
 func TestRunDiskSpeedup(t *testing.T) {
 	ms := func(f float64) int64 {
 		t.Helper()
-		r, err := RunReport(context.Background(), SimOptions{Profile: "devbox", Query: "q6", SF: 0.1, DiskSpeedup: f})
+		r, err := RunReport(context.Background(), SimOptions{Profile: "devbox", Plan: tpchPlan(t, "q6", 0.1), SF: 0.1, DiskSpeedup: f})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,7 +225,7 @@ func TestRunDiskSpeedup(t *testing.T) {
 		t.Errorf("x1: %d, as profiled %d", one, base)
 	}
 	for _, f := range []float64{-1, math.Inf(1), math.NaN()} {
-		if _, err := RunReport(context.Background(), SimOptions{Profile: "devbox", Query: "q6", SF: 0.1, DiskSpeedup: f}); err == nil || !strings.Contains(err.Error(), "--disk-speedup") {
+		if _, err := RunReport(context.Background(), SimOptions{Profile: "devbox", Plan: tpchPlan(t, "q6", 0.1), SF: 0.1, DiskSpeedup: f}); err == nil || !strings.Contains(err.Error(), "--disk-speedup") {
 			t.Errorf("factor %v: err %v", f, err)
 		}
 	}
@@ -240,7 +244,7 @@ func TestRunReportPlace(t *testing.T) {
 		return nil
 	}
 	gpuWork := func(place func(*plan.Plan) error) float64 {
-		rep, err := RunReport(context.Background(), SimOptions{Profile: "h200-gpu-calibrated", SF: 1, Query: "q6", Place: place})
+		rep, err := RunReport(context.Background(), SimOptions{Profile: "h200-gpu-calibrated", SF: 1, Plan: tpchPlan(t, "q6", 1), Place: place})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -258,8 +262,18 @@ func TestRunReportPlace(t *testing.T) {
 	if w := gpuWork(onHost); w != 0 {
 		t.Errorf("placed on the host: gpu work %v, want none", w)
 	}
-	_, err := RunReport(context.Background(), SimOptions{Profile: "devbox", SF: 1, Query: "q6", Place: onHost})
+	_, err := RunReport(context.Background(), SimOptions{Profile: "devbox", SF: 1, Plan: tpchPlan(t, "q6", 1), Place: onHost})
 	if err == nil || !strings.Contains(err.Error(), "gpu_scans_only") {
 		t.Errorf("placement on a CPU profile: %v, want a refusal naming gpu_scans_only", err)
 	}
+}
+
+// tpchPlan is TPC-H query q over tables sized at scale factor sf.
+func tpchPlan(t *testing.T, q string, sf float64) *plan.Plan {
+	t.Helper()
+	p, _, err := queries.Sized(q, sf, DefaultChunkRows, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

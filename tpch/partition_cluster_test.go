@@ -41,7 +41,11 @@ func TestPartitionedCluster(t *testing.T) {
 	names := queries.Names()
 	want := map[string][]string{}
 	for _, q := range names {
-		r, err := engine.Query(ctx, src, q, engine.QueryOptions{Devices: 2, Set: "chunk=64KiB", Buffered: true, Mem: 1 << 30})
+		p, err := engine.BuildQuery(src, queries.Catalog(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := engine.Query(ctx, src, p, engine.QueryOptions{Devices: 2, Set: "chunk=64KiB", Buffered: true, Mem: 1 << 30})
 		if err != nil {
 			t.Fatalf("single-process %s: %v", q, err)
 		}
@@ -87,7 +91,7 @@ func runCluster(t *testing.T, world int, job cluster.Job) ([]*engine.QueryResult
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	for r := range world {
-		o := cluster.Options{Rank: r, World: world, Addr: ln.Addr().String(), Timeout: 10 * time.Second, JoinTimeout: 20 * time.Second}
+		o := cluster.Options{Rank: r, World: world, Addr: ln.Addr().String(), Timeout: 10 * time.Second, JoinTimeout: 20 * time.Second, Catalog: queries.Catalog()}
 		if r == 0 {
 			o.Listener, o.Job = ln, job
 			o.OnResult = func(res *engine.QueryResult) error {

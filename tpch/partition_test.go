@@ -150,11 +150,11 @@ func TestPartitionedTPCH(t *testing.T) {
 		}
 		for _, devices := range []int{2, 4} {
 			for _, q := range queries.Names() {
-				ref, err := engine.Query(ctx, src, q, engine.QueryOptions{Devices: devices, Set: "chunk=64KiB", Buffered: true, Mem: 1 << 30})
+				ref, err := runQuery(ctx, src, q, engine.QueryOptions{Devices: devices, Set: "chunk=64KiB", Buffered: true, Mem: 1 << 30})
 				if err != nil {
 					t.Fatalf("unpartitioned %s: %v", q, err)
 				}
-				got, err := engine.Query(ctx, ds, q, engine.QueryOptions{Devices: devices, Set: "chunk=64KiB", Buffered: true, Mem: 1 << 30})
+				got, err := runQuery(ctx, ds, q, engine.QueryOptions{Devices: devices, Set: "chunk=64KiB", Buffered: true, Mem: 1 << 30})
 				if err != nil {
 					t.Fatalf("%s, %d devices, %s: %v", label, devices, q, err)
 				}
@@ -213,4 +213,13 @@ func checkOrdersWithLines(t *testing.T, label string, ds *dataset.Dataset, n int
 			}
 		}
 	}
+}
+
+// runQuery builds query name over ds and runs it on the engine.
+func runQuery(ctx context.Context, ds *dataset.Dataset, name string, opts engine.QueryOptions) (*engine.QueryResult, error) {
+	p, err := engine.BuildQuery(ds, queries.Catalog(), name)
+	if err != nil {
+		return nil, err
+	}
+	return engine.Query(ctx, ds, p, opts)
 }

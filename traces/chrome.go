@@ -11,7 +11,7 @@ import (
 	"strconv"
 	"strings"
 
-	"gostachio/scheduler"
+	"gostachio/traces/event"
 )
 
 // ChromeFormat is the otherData.format value WriteChrome records; ReadChrome
@@ -93,7 +93,7 @@ func WriteChrome(w io.Writer, events []Event, meta Meta) error {
 	// Lanes: per run and resource, by (Start, End, index).
 	type resKey struct {
 		run string
-		res scheduler.Resource
+		res event.Resource
 	}
 	byRes := map[resKey][]int32{}
 	for i := range events {
@@ -103,7 +103,7 @@ func WriteChrome(w io.Writer, events []Event, meta Meta) error {
 	lane := make([]int32, len(events))
 	type thread struct {
 		pid  int64
-		res  scheduler.Resource
+		res  event.Resource
 		lane int32
 	}
 	var threads []thread
@@ -150,7 +150,7 @@ func WriteChrome(w io.Writer, events []Event, meta Meta) error {
 	})
 	type tidKey struct {
 		run  string
-		res  scheduler.Resource
+		res  event.Resource
 		lane int32
 	}
 	tids := map[tidKey]int64{}
@@ -304,7 +304,7 @@ func counters(events []Event, pidOf func(string, int32) int64) []chromeEvent {
 	reads := map[int64][]delta{}
 	for i := range events {
 		e := &events[i]
-		if e.Kind != scheduler.TaskRead || e.End <= e.Start {
+		if e.Kind != event.TaskRead || e.End <= e.Start {
 			continue
 		}
 		p := pidOf(e.Run, e.Res.Node)
@@ -337,13 +337,13 @@ func counters(events []Event, pidOf func(string, int32) int64) []chromeEvent {
 		}
 		h.lastEnd = max(h.lastEnd, e.End)
 		switch {
-		case e.Kind == scheduler.TaskRead && !e.Meta:
+		case e.Kind == event.TaskRead && !e.Meta:
 			if !h.hasRead || e.Start < h.start {
 				h.start = e.Start
 			}
 			h.hasRead = true
 			h.bytes += e.Bytes
-		case e.Kind == scheduler.TaskKernel:
+		case e.Kind == event.TaskKernel:
 			h.kernelEnd = max(h.kernelEnd, e.End)
 			h.hasKernel = true
 		}
@@ -565,7 +565,7 @@ func (a *chromeArgsIn) event() (Event, error) {
 	if !ok {
 		return Event{}, fmt.Errorf("args.res_kind: unknown resource kind %q", *a.ResKind)
 	}
-	res := scheduler.Resource{Kind: rk, Node: *a.ResNode, Index: *a.ResIndex}
+	res := event.Resource{Kind: rk, Node: *a.ResNode, Index: *a.ResIndex}
 	if res.String() != *a.Res {
 		return Event{}, fmt.Errorf("args.res %q disagrees with res_kind/res_node/res_index (%s)", *a.Res, res)
 	}
@@ -598,14 +598,14 @@ func (a *chromeArgsIn) legacyEvent(name, cat string, pid int64, thread string) (
 		field{"unit", a.Unit != nil}, field{"bytes", a.Bytes != nil}, field{"rows", a.Rows != nil}); m != "" {
 		return Event{}, fmt.Errorf("args: missing %s", m)
 	}
-	e := Event{Node: int32(pid), Device: *a.Device, Res: scheduler.Resource{Kind: rk, Node: int32(pid), Index: int32(idx)},
+	e := Event{Node: int32(pid), Device: *a.Device, Res: event.Resource{Kind: rk, Node: int32(pid), Index: int32(idx)},
 		Kind: kind, Pipeline: *a.Pipeline, Unit: *a.Unit, Table: -1, Chunk: -1, Task: *a.Task, Bytes: *a.Bytes, Rows: *a.Rows}
 	rest := strings.TrimPrefix(name, cat)
 	if strings.HasSuffix(rest, " meta") {
 		e.Meta = true
 		rest = strings.TrimSuffix(rest, " meta")
 	}
-	if kind == scheduler.TaskKernel || kind == scheduler.TaskMerge {
+	if kind == event.TaskKernel || kind == event.TaskMerge {
 		e.Op = strings.TrimPrefix(rest, " ")
 	}
 	return e, nil

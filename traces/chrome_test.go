@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"gostachio/scheduler"
+	"gostachio/traces/event"
 )
 
 // randomEvents makes n events over runs, two nodes, every resource and
@@ -20,9 +20,9 @@ func randomEvents(rng *rand.Rand, n int, runs []string) []Event {
 	ops := []string{"", "agg-partial", "hash-probe", "filter"}
 	events := make([]Event, n)
 	for i := range events {
-		k := scheduler.TaskKind(1 + rng.IntN(scheduler.NumTaskKinds-1))
+		k := event.TaskKind(1 + rng.IntN(event.NumTaskKinds-1))
 		node := int32(rng.IntN(2))
-		rk := scheduler.ResourceKind(1 + rng.IntN(scheduler.NumResourceKinds-1))
+		rk := event.ResourceKind(1 + rng.IntN(event.NumResourceKinds-1))
 		s := rng.Int64N(5_000_000)
 		if rng.IntN(10) == 0 {
 			s += 1 << 40 // ~18 minutes: big numbers keep their ns
@@ -32,7 +32,7 @@ func randomEvents(rng *rand.Rand, n int, runs []string) []Event {
 			d = 0
 		}
 		events[i] = Event{Run: runs[rng.IntN(len(runs))], Node: node, Device: int32(rng.IntN(3)) - 1,
-			Res:  scheduler.Resource{Kind: rk, Node: node, Index: int32(rng.IntN(3))},
+			Res:  event.Resource{Kind: rk, Node: node, Index: int32(rng.IntN(3))},
 			Kind: k, Op: ops[rng.IntN(len(ops))], Meta: rng.IntN(5) == 0,
 			Pipeline: int32(rng.IntN(4)), Unit: int32(rng.IntN(6)) - 1, Table: int32(rng.IntN(3)) - 1,
 			Chunk: int32(rng.IntN(100)) - 1, Task: int32(i), Start: s, End: s + d,
@@ -174,10 +174,10 @@ func TestChromeValidAndRoundTrip(t *testing.T) {
 func TestChromeLayoutAndCounters(t *testing.T) {
 	events := slowReads()
 	// A second node with one read, to get a second process.
-	r := ev(scheduler.TaskRead, scheduler.Resource{Kind: scheduler.ResNVMe, Node: 1}, 0, 0, 0, 0, 1500, 7)
+	r := ev(event.TaskRead, event.Resource{Kind: event.ResNVMe, Node: 1}, 0, 0, 0, 0, 1500, 7)
 	events = append(events, r)
 	// Two overlapping reads on nvme[0.1]: two lanes.
-	events = append(events, ev(scheduler.TaskRead, nvme1, 1, -1, -1, 0, 50, 1), ev(scheduler.TaskRead, nvme1, 1, -1, -1, 10, 20, 2))
+	events = append(events, ev(event.TaskRead, nvme1, 1, -1, -1, 0, 50, 1), ev(event.TaskRead, nvme1, 1, -1, -1, 10, 20, 2))
 	var b bytes.Buffer
 	if err := WriteChrome(&b, events, Meta{Title: "t"}); err != nil {
 		t.Fatal(err)
@@ -254,15 +254,15 @@ func TestReadChromeLegacy(t *testing.T) {
 	if meta != (Meta{Title: "engine q3 overlap"}) {
 		t.Fatalf("meta %+v", meta)
 	}
-	R := func(k scheduler.ResourceKind) scheduler.Resource { return scheduler.Resource{Kind: k} }
+	R := func(k event.ResourceKind) event.Resource { return event.Resource{Kind: k} }
 	want := []Event{
-		{Device: -1, Res: R(scheduler.ResNVMe), Kind: scheduler.TaskRead, Meta: true, Unit: -1, Table: -1, Chunk: -1,
+		{Device: -1, Res: R(event.ResNVMe), Kind: event.TaskRead, Meta: true, Unit: -1, Table: -1, Chunk: -1,
 			Start: 131908, End: 422165, Bytes: 65536},
-		{Res: R(scheduler.ResNVMe), Kind: scheduler.TaskRead, Pipeline: 4, Table: -1, Chunk: -1, Task: 3,
+		{Res: R(event.ResNVMe), Kind: event.TaskRead, Pipeline: 4, Table: -1, Chunk: -1, Task: 3,
 			Start: 533989, End: 1835801, Bytes: 483328, Rows: 60175},
-		{Res: R(scheduler.ResGPU), Kind: scheduler.TaskKernel, Op: "broadcast", Table: -1, Chunk: -1, Task: 7,
+		{Res: R(event.ResGPU), Kind: event.TaskKernel, Op: "broadcast", Table: -1, Chunk: -1, Task: 7,
 			Start: 1607739, End: 1696836, Bytes: 36864, Rows: 337},
-		{Res: R(scheduler.ResNICOut), Kind: scheduler.TaskSend, Table: -1, Chunk: -1, Task: 8,
+		{Res: R(event.ResNICOut), Kind: event.TaskSend, Table: -1, Chunk: -1, Task: 8,
 			Start: 1704190, End: 1705214, Bytes: 2696, Rows: 337},
 	}
 	if !reflect.DeepEqual(events, want) {

@@ -4,7 +4,7 @@ import (
 	"slices"
 	"sort"
 
-	"gostachio/scheduler"
+	"gostachio/traces/event"
 )
 
 // CriticalPath returns a chain of events, in time order, that ends with
@@ -80,10 +80,10 @@ func CriticalPath(events []Event) []Event {
 		node, device int32 // -2: any
 	}
 	unitIdx := map[unitKey][]int32{}
-	pipeDev := map[pipeKey][]int32{}          // all tasks of (pipeline, node, device)
-	pipeAll := map[int32][]int32{}            // all tasks of a pipeline
-	pipeWide := map[int32][]int32{}           // pipeline-wide tasks (Unit < 0) of a pipeline
-	byRes := map[scheduler.Resource][]int32{} // tasks of a resource
+	pipeDev := map[pipeKey][]int32{}      // all tasks of (pipeline, node, device)
+	pipeAll := map[int32][]int32{}        // all tasks of a pipeline
+	pipeWide := map[int32][]int32{}       // pipeline-wide tasks (Unit < 0) of a pipeline
+	byRes := map[event.Resource][]int32{} // tasks of a resource
 	for i := range events {
 		e := &events[i]
 		if e.Run != run {
@@ -198,16 +198,16 @@ func CriticalPath(events []Event) []Event {
 // is ordered with every stage.
 func stageRank(e *Event) int {
 	switch e.Kind {
-	case scheduler.TaskRead:
+	case event.TaskRead:
 		if e.Meta {
 			return 0
 		}
 		return 1
-	case scheduler.TaskH2D:
+	case event.TaskH2D:
 		return 2
-	case scheduler.TaskKernel:
+	case event.TaskKernel:
 		return 3
-	case scheduler.TaskD2H, scheduler.TaskSend, scheduler.TaskRecv:
+	case event.TaskD2H, event.TaskSend:
 		return 4
 	}
 	return -1
@@ -242,13 +242,13 @@ type PathSummary struct {
 func SummarizePath(path []Event) PathSummary {
 	var s PathSummary
 	s.Tasks = len(path)
-	var byKind [scheduler.NumTaskKinds + 1]KindTime
+	var byKind [event.NumTaskKinds + 1]KindTime
 	for i := range path {
 		e := &path[i]
 		s.End = max(s.End, e.End)
 		d := max(e.Duration(), 0)
 		s.Busy += d
-		k := min(int(e.Kind), scheduler.NumTaskKinds)
+		k := min(int(e.Kind), event.NumTaskKinds)
 		byKind[k].Kind = e.Kind.String()
 		byKind[k].Tasks++
 		byKind[k].Time += d

@@ -4,12 +4,12 @@ import (
 	"reflect"
 	"testing"
 
-	"gostachio/scheduler"
+	"gostachio/traces/event"
 )
 
 func TestCriticalPathHand(t *testing.T) {
-	const R, H, K, M = scheduler.TaskRead, scheduler.TaskH2D, scheduler.TaskKernel, scheduler.TaskMerge
-	h2d1 := scheduler.Resource{Kind: scheduler.ResH2D, Index: 1}
+	const R, H, K, M = event.TaskRead, event.TaskH2D, event.TaskKernel, event.TaskMerge
+	h2d1 := event.Resource{Kind: event.ResH2D, Index: 1}
 	r0 := ev(R, nvme0, 0, 0, 0, 0, 100, 0)
 	h0 := ev(H, h2d0, 0, 0, 0, 100, 110, 0)
 	k0 := ev(K, gpu0, 0, 0, 0, 110, 200, 0)
@@ -42,7 +42,7 @@ func TestCriticalPathHand(t *testing.T) {
 }
 
 func TestCriticalPathDependencies(t *testing.T) {
-	const R, K, S = scheduler.TaskRead, scheduler.TaskKernel, scheduler.TaskSync
+	const R, K, S = event.TaskRead, event.TaskKernel, event.TaskSync
 	// Pipeline 1's first read (unit 0) starts at 300 after pipeline 0's
 	// last task (a sync ending at 290); its own metadata read (pipeline
 	// wide) ended earlier, at 120, and the previous read on its SSD at 100:

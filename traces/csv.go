@@ -7,7 +7,7 @@ import (
 	"io"
 	"strconv"
 
-	"gostachio/scheduler"
+	"gostachio/traces/event"
 )
 
 // CSVColumns is the header WriteCSV writes, one column per Event field
@@ -88,7 +88,7 @@ func ReadCSV(r io.Reader) ([]Event, error) {
 		if !ok && p.err == nil {
 			p.fail(4, "unknown resource kind")
 		}
-		e.Res = scheduler.Resource{Kind: rk, Node: p.i32(5), Index: p.i32(6)}
+		e.Res = event.Resource{Kind: rk, Node: p.i32(5), Index: p.i32(6)}
 		if p.err == nil && e.Res.String() != p.str(3) {
 			p.fail(3, fmt.Sprintf("disagrees with res_kind/res_node/res_index (%s)", e.Res))
 		}

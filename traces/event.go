@@ -8,7 +8,7 @@ package traces
 import (
 	"fmt"
 
-	"gostachio/scheduler"
+	"gostachio/traces/event"
 )
 
 // Event is one executed task of one run, as the simulator and the engine
@@ -21,11 +21,11 @@ type Event struct {
 	// host work).
 	Node, Device int32
 	// Res is the resource the task occupied (kind, node, index).
-	Res scheduler.Resource
+	Res event.Resource
 	// Kind is the task kind (read, h2d, kernel, ...); Op the main
 	// operator of a kernel or merge ("agg-partial", "hash-probe", ...; ""
 	// for transfers); Meta marks a metadata read.
-	Kind scheduler.TaskKind
+	Kind event.TaskKind
 	Op   string
 	Meta bool
 	// Pipeline, Unit: the plan pipeline and the unit within it (-1: a
@@ -46,9 +46,9 @@ func (e *Event) Duration() int64 { return e.End - e.Start }
 func (e *Event) ResourceName() string { return e.Res.String() }
 
 // FromScheduler converts a scheduler event of run run.
-func FromScheduler(run string, e scheduler.Event) Event {
+func FromScheduler(run string, e event.Event) Event {
 	op := ""
-	if e.Kind == scheduler.TaskKernel || e.Kind == scheduler.TaskMerge || e.Kind == scheduler.TaskSync {
+	if e.Kind == event.TaskKernel || e.Kind == event.TaskMerge || e.Kind == event.TaskSync {
 		op = e.OpKind.String()
 	}
 	return Event{Run: run, Node: e.Node, Device: e.Device, Res: e.Res, Kind: e.Kind, Op: op, Meta: e.Meta,
@@ -56,16 +56,16 @@ func FromScheduler(run string, e scheduler.Event) Event {
 		Start: int64(e.Start), End: int64(e.End), Bytes: e.Bytes, Rows: e.Rows}
 }
 
-// Recorder is a scheduler.TraceSink that keeps the events of one run.
+// Recorder is a event.TraceSink that keeps the events of one run.
 type Recorder struct {
 	Run    string
 	Events []Event
 }
 
-var _ scheduler.TraceSink = (*Recorder)(nil)
+var _ event.TraceSink = (*Recorder)(nil)
 
-// Record implements scheduler.TraceSink.
-func (r *Recorder) Record(e scheduler.Event) { r.Events = append(r.Events, FromScheduler(r.Run, e)) }
+// Record implements event.TraceSink.
+func (r *Recorder) Record(e event.Event) { r.Events = append(r.Events, FromScheduler(r.Run, e)) }
 
 // Meta describes where a trace came from; every writer records it and
 // every figure drawn from the trace names it.

@@ -5,7 +5,7 @@ import (
 	"slices"
 	"sort"
 
-	"gostachio/scheduler"
+	"gostachio/traces/event"
 )
 
 // The metrics below are defined once, here, over []Event; both backends'
@@ -83,8 +83,8 @@ func unionLen(ivs []interval) int64 {
 
 // ResourceStat is one resource's use during a run.
 type ResourceStat struct {
-	Res  scheduler.Resource `json:"-"`
-	Name string             `json:"resource"` // "nvme[0.1]"
+	Res  event.Resource `json:"-"`
+	Name string         `json:"resource"` // "nvme[0.1]"
 	// Tasks is the number of tasks that ran on it.
 	Tasks int `json:"tasks"`
 	// Busy is the length of the union of its tasks' intervals: the time at
@@ -108,8 +108,8 @@ type ResourceStat struct {
 // node, index); span is the denominator of Utilization (normally the
 // Makespan; utilization is 0 when span <= 0).
 func Resources(events []Event, span int64) []ResourceStat {
-	byRes := map[scheduler.Resource][]interval{}
-	stats := map[scheduler.Resource]*ResourceStat{}
+	byRes := map[event.Resource][]interval{}
+	stats := map[event.Resource]*ResourceStat{}
 	for i := range events {
 		e := &events[i]
 		st := stats[e.Res]
@@ -139,7 +139,7 @@ func Resources(events []Event, span int64) []ResourceStat {
 	return out
 }
 
-func compareRes(a, b scheduler.Resource) int {
+func compareRes(a, b event.Resource) int {
 	if c := cmp.Compare(a.Kind, b.Kind); c != 0 {
 		return c
 	}
@@ -208,9 +208,9 @@ func Overlap(events []Event, slots int) OverlapStat {
 		e := &events[i]
 		o.Makespan = max(o.Makespan, e.End)
 		switch e.Kind {
-		case scheduler.TaskRead:
+		case event.TaskRead:
 			reads = append(reads, interval{e.Start, e.End})
-		case scheduler.TaskH2D, scheduler.TaskKernel, scheduler.TaskD2H, scheduler.TaskSend, scheduler.TaskMerge:
+		case event.TaskH2D, event.TaskKernel, event.TaskD2H, event.TaskSend, event.TaskMerge:
 			cpuNs += e.End - e.Start
 		}
 	}
@@ -234,7 +234,7 @@ func CPUSlots(events []Event) int {
 	var ivs []interval
 	for i := range events {
 		switch events[i].Kind {
-		case scheduler.TaskH2D, scheduler.TaskKernel, scheduler.TaskD2H, scheduler.TaskSend, scheduler.TaskMerge:
+		case event.TaskH2D, event.TaskKernel, event.TaskD2H, event.TaskSend, event.TaskMerge:
 			ivs = append(ivs, interval{events[i].Start, events[i].End})
 		}
 	}

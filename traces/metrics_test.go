@@ -5,25 +5,25 @@ import (
 	"reflect"
 	"testing"
 
-	"gostachio/scheduler"
+	"gostachio/traces/event"
 )
 
 // ev builds a test event: kind k on resource r (node 0 unless r says so),
 // unit u of pipeline p on device d, [s, e), b bytes.
-func ev(k scheduler.TaskKind, r scheduler.Resource, p, u, d int32, s, e, b int64) Event {
+func ev(k event.TaskKind, r event.Resource, p, u, d int32, s, e, b int64) Event {
 	return Event{Node: r.Node, Device: d, Res: r, Kind: k, Pipeline: p, Unit: u, Table: -1, Chunk: -1, Start: s, End: e, Bytes: b}
 }
 
 var (
-	nvme0 = scheduler.Resource{Kind: scheduler.ResNVMe, Index: 0}
-	nvme1 = scheduler.Resource{Kind: scheduler.ResNVMe, Index: 1}
-	h2d0  = scheduler.Resource{Kind: scheduler.ResH2D, Index: 0}
-	gpu0  = scheduler.Resource{Kind: scheduler.ResGPU, Index: 0}
-	host0 = scheduler.Resource{Kind: scheduler.ResHost, Index: 0}
+	nvme0 = event.Resource{Kind: event.ResNVMe, Index: 0}
+	nvme1 = event.Resource{Kind: event.ResNVMe, Index: 1}
+	h2d0  = event.Resource{Kind: event.ResH2D, Index: 0}
+	gpu0  = event.Resource{Kind: event.ResGPU, Index: 0}
+	host0 = event.Resource{Kind: event.ResHost, Index: 0}
 )
 
 func TestMakespanResources(t *testing.T) {
-	const R, K = scheduler.TaskRead, scheduler.TaskKernel
+	const R, K = event.TaskRead, event.TaskKernel
 	events := []Event{
 		ev(R, nvme0, 0, 0, 0, 0, 100, 1000),
 		ev(K, gpu0, 0, 0, 0, 150, 250, 4000),
@@ -55,7 +55,7 @@ func TestMakespanResources(t *testing.T) {
 }
 
 func TestOverlapHand(t *testing.T) {
-	const R, H, K, M, S = scheduler.TaskRead, scheduler.TaskH2D, scheduler.TaskKernel, scheduler.TaskMerge, scheduler.TaskSync
+	const R, H, K, M, S = event.TaskRead, event.TaskH2D, event.TaskKernel, event.TaskMerge, event.TaskSync
 	events := []Event{
 		ev(R, nvme0, 0, 0, 0, 0, 100, 0),
 		ev(R, nvme1, 0, 1, 0, 50, 150, 0),
@@ -105,9 +105,9 @@ func TestBusyBruteForce(t *testing.T) {
 		for i := 0; i < n; i++ {
 			s := rng.Int64N(200)
 			e := s + rng.Int64N(60) // zero-length tasks too
-			k := scheduler.TaskRead
+			k := event.TaskRead
 			if rng.IntN(3) == 0 {
-				k = scheduler.TaskKernel
+				k = event.TaskKernel
 			}
 			events = append(events, ev(k, nvme0, 0, int32(i), 0, s, e, 1))
 		}
@@ -118,7 +118,7 @@ func TestBusyBruteForce(t *testing.T) {
 			work += e.End - e.Start
 			for t := e.Start; t < e.End; t++ {
 				cover[t]++
-				if e.Kind == scheduler.TaskRead {
+				if e.Kind == event.TaskRead {
 					readCover[t] = true
 				}
 			}

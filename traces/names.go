@@ -4,26 +4,26 @@ import (
 	"math"
 	"strconv"
 
-	"gostachio/scheduler"
+	"gostachio/traces/event"
 )
 
-// parseTaskKind is the inverse of scheduler.TaskKind.String for the valid
+// parseTaskKind is the inverse of event.TaskKind.String for the valid
 // kinds.
-func parseTaskKind(s string) (scheduler.TaskKind, bool) {
-	for k := 1; k < scheduler.NumTaskKinds; k++ {
-		if scheduler.TaskKind(k).String() == s {
-			return scheduler.TaskKind(k), true
+func parseTaskKind(s string) (event.TaskKind, bool) {
+	for k := 1; k < event.NumTaskKinds; k++ {
+		if event.TaskKind(k).String() == s {
+			return event.TaskKind(k), true
 		}
 	}
 	return 0, false
 }
 
-// parseResKind is the inverse of scheduler.ResourceKind.String for the
+// parseResKind is the inverse of event.ResourceKind.String for the
 // valid kinds.
-func parseResKind(s string) (scheduler.ResourceKind, bool) {
-	for k := 1; k < scheduler.NumResourceKinds; k++ {
-		if scheduler.ResourceKind(k).String() == s {
-			return scheduler.ResourceKind(k), true
+func parseResKind(s string) (event.ResourceKind, bool) {
+	for k := 1; k < event.NumResourceKinds; k++ {
+		if event.ResourceKind(k).String() == s {
+			return event.ResourceKind(k), true
 		}
 	}
 	return 0, false

@@ -15,7 +15,7 @@ import (
 	"github.com/apache/arrow-go/v18/parquet/file"
 	"github.com/apache/arrow-go/v18/parquet/pqarrow"
 
-	"gostachio/scheduler"
+	"gostachio/traces/event"
 )
 
 // parquetMetaKey is the file key-value metadata entry holding the Meta as
@@ -153,7 +153,7 @@ func ReadParquet(r io.ReaderAt, size int64) ([]Event, Meta, error) {
 			if !ok {
 				p.fail(4, fmt.Sprintf("unknown resource kind %q", p.str(4)))
 			}
-			e.Res = scheduler.Resource{Kind: rk, Node: p.i32(5), Index: p.i32(6)}
+			e.Res = event.Resource{Kind: rk, Node: p.i32(5), Index: p.i32(6)}
 			if p.err == nil && e.Res.String() != p.str(3) {
 				p.fail(3, fmt.Sprintf("%q disagrees with res_kind/res_node/res_index (%s)", p.str(3), e.Res))
 			}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"slices"
 
-	"gostachio/scheduler"
+	"gostachio/traces/event"
 )
 
 // Stage is a step of a scan unit's pass through its device: read → h2d →
@@ -46,15 +46,15 @@ func (s *Stage) UnmarshalText(b []byte) error {
 
 // stageOf is the unit stage a task kind belongs to (false: none, e.g.
 // sync, merge).
-func stageOf(k scheduler.TaskKind) (Stage, bool) {
+func stageOf(k event.TaskKind) (Stage, bool) {
 	switch k {
-	case scheduler.TaskRead:
+	case event.TaskRead:
 		return StageRead, true
-	case scheduler.TaskH2D:
+	case event.TaskH2D:
 		return StageH2D, true
-	case scheduler.TaskKernel:
+	case event.TaskKernel:
 		return StageKernel, true
-	case scheduler.TaskD2H, scheduler.TaskSend:
+	case event.TaskD2H, event.TaskSend:
 		return StageOut, true
 	}
 	return 0, false
@@ -372,7 +372,7 @@ func pct(a, b int64) float64 {
 }
 
 // fmtNs formats a duration in ns ("1.5ms").
-func fmtNs(ns int64) string { return scheduler.Time(ns).String() }
+func fmtNs(ns int64) string { return event.Time(ns).String() }
 
 // errWriter keeps the first write error.
 type errWriter struct {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"gostachio/scheduler"
+	"gostachio/traces/event"
 )
 
 // slowReads is one device whose reads are slow: each unit's read takes
@@ -17,7 +17,7 @@ import (
 //	unit 1: read [100,200) h2d [200,210)  kernel [215,235)  (5 ns queued)
 //	unit 2: read [200,300) h2d [300,310)  kernel [310,330)
 func slowReads() []Event {
-	const R, H, K = scheduler.TaskRead, scheduler.TaskH2D, scheduler.TaskKernel
+	const R, H, K = event.TaskRead, event.TaskH2D, event.TaskKernel
 	return []Event{
 		ev(R, nvme0, 0, 0, 0, 0, 100, 100),
 		ev(H, h2d0, 0, 0, 0, 100, 110, 100),
@@ -70,7 +70,7 @@ func TestStarvationFastReads(t *testing.T) {
 	// Reads long done before the kernel runs: the kernel (window [100,160),
 	// busy throughout but for [120,130)) is never starved: when it idles a
 	// unit is ready (blocked, not starved).
-	const R, H, K = scheduler.TaskRead, scheduler.TaskH2D, scheduler.TaskKernel
+	const R, H, K = event.TaskRead, event.TaskH2D, event.TaskKernel
 	events := []Event{
 		ev(R, nvme0, 0, 0, 0, 0, 10, 1), ev(R, nvme0, 0, 1, 0, 10, 20, 1),
 		ev(H, h2d0, 0, 0, 0, 20, 30, 1), ev(H, h2d0, 0, 1, 0, 30, 40, 1),
@@ -99,7 +99,7 @@ func TestStarvationFastReads(t *testing.T) {
 // evaluation of its definition on random units of two devices and two
 // pipelines, with pipeline-wide kernels among them.
 func TestStarvationBruteForce(t *testing.T) {
-	const R, H, K = scheduler.TaskRead, scheduler.TaskH2D, scheduler.TaskKernel
+	const R, H, K = event.TaskRead, event.TaskH2D, event.TaskKernel
 	rng := rand.New(rand.NewPCG(3, 4))
 	const T = 400
 	for iter := 0; iter < 100; iter++ {
@@ -112,11 +112,11 @@ func TestStarvationBruteForce(t *testing.T) {
 		var units []unit
 		for u := int32(0); u < int32(2+rng.IntN(8)); u++ {
 			d, p := int32(rng.IntN(2)), int32(rng.IntN(2))
-			gpu := scheduler.Resource{Kind: scheduler.ResGPU, Index: d}
+			gpu := event.Resource{Kind: event.ResGPU, Index: d}
 			un := unit{dev: d, pipe: p}
 			t0 := rng.Int64N(150)
 			var st [4][2]int64
-			for s, k := range []scheduler.TaskKind{R, H, K} {
+			for s, k := range []event.TaskKind{R, H, K} {
 				if rng.IntN(6) == 0 && s == 0 {
 					continue // a unit without reads
 				}

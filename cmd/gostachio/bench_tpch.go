@@ -8,6 +8,7 @@ import (
 
 	"gostachio/engine"
 	"gostachio/internal/units"
+	"gostachio/tpch/queries"
 )
 
 // newBenchTPCHCmd is `gostachio bench tpch`.
@@ -35,6 +36,7 @@ func newBenchTPCHCmd(g *globals) *cobra.Command {
 				}
 				o.Mem = n
 			}
+			o.Catalog = queries.Catalog()
 			return engine.BenchTPCH(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}

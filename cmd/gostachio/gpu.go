@@ -8,6 +8,7 @@ import (
 	"gostachio/engine"
 	"gostachio/internal/units"
 	"gostachio/kernels/cuda"
+	"gostachio/tpch/queries"
 )
 
 func init() { commands = append(commands, newGPUCmd) }
@@ -38,6 +39,7 @@ func newGPUCmd(g *globals) *cobra.Command {
 				}
 				o.GPUMem = n
 			}
+			o.Catalog = queries.Catalog()
 			return engine.BenchGPU(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}

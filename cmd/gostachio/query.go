@@ -4,6 +4,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"gostachio/engine"
+	"gostachio/tpch/queries"
 )
 
 func init() { commands = append(commands, newQueryCmd) }
@@ -23,6 +24,7 @@ YYYY-MM-DD); a timing summary goes to stderr.`,
 			if err := rf.resolve(g); err != nil {
 				return err
 			}
+			o.Catalog = queries.Catalog()
 			return engine.RunQueries(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}

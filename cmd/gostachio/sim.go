@@ -10,6 +10,7 @@ import (
 	"gostachio/plan"
 	"gostachio/sim"
 	"gostachio/tpch"
+	"gostachio/tpch/queries"
 	"gostachio/traces"
 )
 
@@ -17,7 +18,8 @@ func init() { commands = append(commands, newSimCmd) }
 
 func newSimCmd(g *globals) *cobra.Command {
 	var o sim.SimOptions
-	var data, replay string
+	var data, replay, query string
+	var chunkRows int
 	var hybrid bool
 	cmd := &cobra.Command{
 		Use:   "sim --profile P --sf F --query Q --policy P",
@@ -41,13 +43,22 @@ func newSimCmd(g *globals) *cobra.Command {
 			if replay != "" {
 				return runReplay(c, o, replay, data)
 			}
+			var tables []plan.TableStats
 			if data != "" {
 				ds, err := dataset.Open(data)
 				if err != nil {
 					return err
 				}
-				o.Tables, o.SF = tpch.PlanStats(ds), ds.Manifest.ScaleFactor
+				tables, o.SF = tpch.PlanStats(ds), ds.Manifest.ScaleFactor
 			}
+			if chunkRows == 0 {
+				chunkRows = sim.DefaultChunkRows
+			}
+			p, sf, err := queries.Sized(query, o.SF, chunkRows, tables)
+			if err != nil {
+				return fmt.Errorf("sim: %w", err)
+			}
+			o.Plan, o.SF = p, sf
 			return sim.RunSim(c.Context(), o, c.OutOrStdout())
 		},
 	}
@@ -56,8 +67,8 @@ func newSimCmd(g *globals) *cobra.Command {
 	f.IntVar(&o.Nodes, "nodes", 1, "nodes in the cluster")
 	f.Float64Var(&o.SF, "sf", 1, "TPC-H scale factor (sizes only; no data needed)")
 	f.StringVar(&data, "data", "", "size the workload from this dataset's manifest instead of --sf")
-	f.IntVar(&o.ChunkRows, "chunk-rows", 0, "rows per stored chunk (default: the dataset writer's)")
-	f.StringVar(&o.Query, "query", "q6", "TPC-H query")
+	f.IntVar(&chunkRows, "chunk-rows", 0, "rows per stored chunk (default: the dataset writer's)")
+	f.StringVar(&query, "query", "q6", "TPC-H query")
 	f.StringVar(&o.Policy, "policy", "overlap", "scheduling policy (see `gostachio policies`)")
 	f.StringVar(&o.Set, "set", "", "policy knob overrides, e.g. chunk=8MiB,depth=4,combine=off")
 	f.StringVar(&o.Trace, "trace", "", "write a Perfetto/Chrome JSON trace to this file")
@@ -77,7 +88,7 @@ func runReplay(c *cobra.Command, o sim.SimOptions, path, data string) error {
 	if err != nil {
 		return err
 	}
-	_, _, dir, err := sim.TraceRun(evs, meta)
+	query, _, dir, err := sim.TraceRun(evs, meta)
 	if err != nil {
 		return err
 	}
@@ -91,8 +102,11 @@ func runReplay(c *cobra.Command, o sim.SimOptions, path, data string) error {
 	if err != nil {
 		return err
 	}
-	ro := sim.ReplayOptions{Events: evs, Meta: meta, Profile: o.Profile, Tables: tpch.PlanStats(ds),
-		SF: ds.Manifest.ScaleFactor, Set: o.Set, JSON: o.JSON}
+	p, sf, err := queries.Sized(query, ds.Manifest.ScaleFactor, 0, tpch.PlanStats(ds))
+	if err != nil {
+		return fmt.Errorf("sim: replay: %w", err)
+	}
+	ro := sim.ReplayOptions{Events: evs, Meta: meta, Profile: o.Profile, Plan: p, SF: sf, Set: o.Set, JSON: o.JSON}
 	if c.Flags().Changed("policy") {
 		ro.Policy = o.Policy
 	}

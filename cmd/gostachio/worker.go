@@ -8,6 +8,7 @@ import (
 
 	calcluster "gostachio/calibrate/cluster"
 	"gostachio/engine/cluster"
+	"gostachio/tpch/queries"
 )
 
 func init() { commands = append(commands, newWorkerCmd) }
@@ -53,6 +54,7 @@ by them).`,
 				defer refs.Close()
 				o.BetweenQueries = refs.Hook()
 			}
+			o.Catalog = queries.Catalog()
 			return cluster.RunWorker(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
 		},
 	}

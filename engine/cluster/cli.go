@@ -87,12 +87,13 @@ func RunWorker(ctx context.Context, o WorkerOptions, stdout, stderr io.Writer) e
 	if err := engine.CheckFormat(o.Format); err != nil {
 		return err
 	}
-	names, err := engine.ParseQueries(o.Query)
+	names, err := engine.ParseQueries(o.Query, o.Catalog.Names)
 	if err != nil {
 		return err
 	}
 	defer engine.TuneGC()()
 	co := Options{Rank: rv.Rank, World: rv.World, Local: rv.Local, Addr: rv.Addr, Timeout: o.Timeout, Log: stderr, Transport: o.Transport,
+		Catalog: o.Catalog,
 		Job: Job{Data: o.Data, Queries: names, Policy: o.Policy, Set: o.Set, Devices: o.Devices, Mem: o.Mem,
 			Buffered: o.Buffered, IO: o.IO, NoVerify: o.NoVerify, Trace: o.Trace != "", OpTimes: o.OpTimes}}
 	if o.Trace != "" {

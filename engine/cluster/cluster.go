@@ -99,6 +99,9 @@ type Options struct {
 	Listener net.Listener
 	// Job is what to run (rank 0 only; the others receive it).
 	Job Job
+	// Catalog builds the plans of the job's queries, which the job names
+	// (every worker: each builds its own, over its dataset).
+	Catalog plan.Catalog
 	// Timeout bounds how long a silent connection or an unacknowledged
 	// frame is waited for before the query fails (default 5 s).
 	Timeout time.Duration
@@ -624,7 +627,7 @@ func (s *session) startQuery(q int, name string) error {
 	if s.opTimes != nil {
 		s.opTimes.SetRun(q - 1) // the query's place in the job, as query --op-times numbers it
 	}
-	p, err := engine.BuildQuery(s.ds, name)
+	p, err := engine.BuildQuery(s.ds, s.o.Catalog, name)
 	if err != nil {
 		return err
 	}

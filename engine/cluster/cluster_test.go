@@ -90,7 +90,7 @@ func runCluster(t *testing.T, world int, job Job, timeout time.Duration, opts fu
 	var wg sync.WaitGroup
 	start := time.Now()
 	for r := range world {
-		o := Options{Rank: r, World: world, Addr: ln.Addr().String(), Timeout: timeout, JoinTimeout: 20 * time.Second}
+		o := Options{Rank: r, World: world, Addr: ln.Addr().String(), Timeout: timeout, JoinTimeout: 20 * time.Second, Catalog: queries.Catalog()}
 		if r == 0 {
 			o.Listener, o.Job = ln, job
 			o.OnResult = func(res *engine.QueryResult) error {
@@ -133,7 +133,11 @@ func TestClusterTPCH(t *testing.T) {
 	names := queries.Names()
 	want := map[string][]string{}
 	for _, q := range names {
-		r, err := engine.Query(context.Background(), ds, q, engine.QueryOptions{Devices: 2, Set: "chunk=64KiB"})
+		p, err := engine.BuildQuery(ds, queries.Catalog(), q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := engine.Query(context.Background(), ds, p, engine.QueryOptions{Devices: 2, Set: "chunk=64KiB"})
 		if err != nil {
 			t.Fatalf("single-process %s: %v", q, err)
 		}
@@ -364,7 +368,7 @@ func TestClusterJobErrors(t *testing.T) {
 // soloWorker is the options of a worker of a world of one on the SF0.01
 // test data, rank 0 at a free loopback port, running queries with JSON
 // output.
-func soloWorker(t *testing.T, queries string) WorkerOptions {
+func soloWorker(t *testing.T, qs string) WorkerOptions {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -373,7 +377,7 @@ func soloWorker(t *testing.T, queries string) WorkerOptions {
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	ln.Close()
 	env := map[string]string{"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
-	return WorkerOptions{RunOptions: engine.RunOptions{Data: testData(t), Query: queries, Format: "json", QueryOptions: engine.QueryOptions{Devices: 1, Mem: 1 << 30}},
+	return WorkerOptions{RunOptions: engine.RunOptions{Catalog: queries.Catalog(), Data: testData(t), Query: qs, Format: "json", QueryOptions: engine.QueryOptions{Devices: 1, Mem: 1 << 30}},
 		Timeout: 5 * time.Second, Getenv: func(k string) string { return env[k] }}
 }
 
@@ -456,7 +460,7 @@ func TestClusterOpTimes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := engine.BuildQuery(ds, "q3")
+	p, err := engine.BuildQuery(ds, queries.Catalog(), "q3")
 	if err != nil {
 		t.Fatal(err)
 	}

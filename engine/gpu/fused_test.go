@@ -210,7 +210,7 @@ func TestFusedProgramsMatchCPU(t *testing.T) {
 // TestFusedTPCHCompile: Q1's and Q6's scan pipelines compile for the fused
 // path, in few registers.
 func TestFusedTPCHCompile(t *testing.T) {
-	tables, err := plan.TPCHStats(1, 131072)
+	tables, err := queries.Stats(1, 131072)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 // TestSupportedTPCH pins which TPC-H queries' scan pipelines the GPU path
 // runs (all of Q1's and Q6's), and that a refusal names the operator.
 func TestSupportedTPCH(t *testing.T) {
-	tables, err := plan.TPCHStats(1, 131072)
+	tables, err := queries.Stats(1, 131072)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"gostachio/plots"
 	"gostachio/sim"
 	"gostachio/tpch"
+	"gostachio/tpch/queries"
 	"gostachio/traces"
 )
 
@@ -176,8 +177,12 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 				if su.profile == "dgx-a100" && pol == "overlap" {
 					trace = filepath.Join(opts.Out, fmt.Sprintf("%s-%s-%s.trace.json", q, su.profile, pol))
 				}
-				r, err := simulate(ctx, sim.SimOptions{Profile: su.profile, Log: io.Discard, Nodes: su.nodes, SF: su.sf,
-					Tables: su.tables, Query: q, Policy: pol, Trace: trace})
+				p, sf, err := queries.Sized(q, su.sf, sim.DefaultChunkRows, su.tables)
+				if err != nil {
+					return fmt.Errorf("demo %s %s %s: %w", q, su.profile, pol, err)
+				}
+				r, err := simulate(ctx, sim.SimOptions{Profile: su.profile, Log: io.Discard, Nodes: su.nodes, SF: sf,
+					Plan: p, Policy: pol, Trace: trace})
 				if err != nil {
 					return fmt.Errorf("demo %s %s %s: %w", q, su.profile, pol, err)
 				}
@@ -207,7 +212,11 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 							tr = &traces.Recorder{Run: q + "/" + pol}
 							qo.Trace = tr
 						}
-						er, err := engine.Query(ctx, ds, q, qo)
+						p, err := engine.BuildQuery(ds, queries.Catalog(), q)
+						if err != nil {
+							return fmt.Errorf("demo engine %s %s: %w", q, pol, err)
+						}
+						er, err := engine.Query(ctx, ds, p, qo)
 						if err != nil {
 							return fmt.Errorf("demo engine %s %s: %w", q, pol, err)
 						}

@@ -12,7 +12,7 @@ import (
 // relies on) catches each kind of mistake it claims to, on small plans
 // that plan.Validate accepts.
 func TestCheckerRejects(t *testing.T) {
-	tables, err := plan.TPCHStats(0.01, 1<<17)
+	tables, err := Stats(0.01, 1<<17)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestCheckerRejects(t *testing.T) {
 func TestInterpreterDevices(t *testing.T) {
 	const sf = 0.01
 	ds := loadData(t, sf)
-	tables, err := plan.TPCHStats(sf, 1<<17)
+	tables, err := Stats(sf, 1<<17)
 	if err != nil {
 		t.Fatal(err)
 	}

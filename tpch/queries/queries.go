@@ -50,7 +50,7 @@ func Names() []string {
 }
 
 // Build builds query name over tables (plan.TableStats from a dataset
-// manifest or plan.TPCHStats) at scale factor sf, which only scales the
+// manifest or Stats) at scale factor sf, which only scales the
 // estimates (group counts) and Q11's threshold fraction 0.0001/SF. It fails
 // on an unknown name, a scale factor that is not a positive finite number,
 // or tables lacking a TPC-H table or column the query reads.
@@ -62,7 +62,7 @@ func Build(name string, sf float64, tables []plan.TableStats) (*plan.Plan, error
 	if !(sf > 0) || math.IsInf(sf, 0) {
 		return nil, fmt.Errorf("tpch/queries: %s: scale factor %v must be a positive number", name, sf)
 	}
-	b := plan.NewBuilder(name, tables)
+	b := plan.NewBuilder(name, tables).TextColumns(IsText)
 	q.build(b, sf)
 	return b.Build()
 }
@@ -129,3 +129,9 @@ func shuffleBuildRepeating(b *plan.Builder, p *plan.Pipe, name string, distinct 
 
 // keep passes column name through a Select under its own name.
 func keep(name string) plan.Named { return plan.As(name, col(name)) }
+
+// Catalog is the 22 queries as a plan.Catalog: what commands that take
+// query names hand the engine and the cluster.
+func Catalog() plan.Catalog {
+	return plan.Catalog{Names: Names(), Build: Build, ScaleFactor: ScaleFactor}
+}

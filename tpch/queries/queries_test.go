@@ -62,7 +62,7 @@ func TestNames(t *testing.T) {
 	if len(queries) != 22 {
 		t.Errorf("%d plans registered, want 22", len(queries))
 	}
-	tables, err := plan.TPCHStats(1, 1<<17)
+	tables, err := Stats(1, 1<<17)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +95,7 @@ func TestNames(t *testing.T) {
 // checker over it; the result columns must be the answer files' header.
 func TestPlansCheck(t *testing.T) {
 	for _, sf := range []float64{1, 0.01} {
-		tables, err := plan.TPCHStats(sf, 1<<17)
+		tables, err := Stats(sf, 1<<17)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -155,7 +155,7 @@ func sameCell(got, want string) bool {
 func TestAnswers(t *testing.T) {
 	const sf = 0.01
 	ds := loadData(t, sf)
-	tables, err := plan.TPCHStats(sf, 1<<17)
+	tables, err := Stats(sf, 1<<17)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -291,7 +291,7 @@ func TestQ11Fraction(t *testing.T) {
 	if len(want) == 0 || len(want) == len(all) {
 		t.Fatalf("%d of %d answer rows above 1%% of the total: no test", len(want), len(all))
 	}
-	tables, err := plan.TPCHStats(sf, 1<<17)
+	tables, err := Stats(sf, 1<<17)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -349,7 +349,7 @@ func TestAnswersSF1(t *testing.T) {
 		t.Skip("set GOSTACHIO_TPCH_SF1=1 to check the plans on SF1 data")
 	}
 	ds := loadData(t, 1)
-	tables, err := plan.TPCHStats(1, 1<<17)
+	tables, err := Stats(1, 1<<17)
 	if err != nil {
 		t.Fatal(err)
 	}

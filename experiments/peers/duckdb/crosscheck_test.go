@@ -9,6 +9,7 @@ import (
 	"gostachio/dataset"
 	"gostachio/engine"
 	"gostachio/tpch"
+	tpchqueries "gostachio/tpch/queries"
 	"gostachio/tpch/verify"
 )
 
@@ -50,7 +51,11 @@ func TestEngineMatchesDuckDB(t *testing.T) {
 			if i%2 == 1 {
 				opts = engine.QueryOptions{Policy: "serial", Devices: 3}
 			}
-			r, err := engine.Query(ctx, ds, name, opts)
+			p, err := engine.BuildQuery(ds, tpchqueries.Catalog(), name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := engine.Query(ctx, ds, p, opts)
 			if err != nil {
 				t.Fatalf("engine %s at SF%g: %v", name, sf, err)
 			}

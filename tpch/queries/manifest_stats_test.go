@@ -1,19 +1,20 @@
-package plan
+package queries
 
 import (
 	"testing"
 	"time"
 
+	"gostachio/plan"
 	"gostachio/tpch/schema"
 )
 
-// manifestTable builds the TableStats a dataset manifest yields for st:
+// manifestTable builds the plan.TableStats a dataset manifest yields for st:
 // chunks of the given (uneven) row counts, columns at explicit offsets with
 // each buffer padded to 64 bytes (not back to back), chunks alternating
 // between two files, min/max for integer-coded columns from dates(i) (nil:
 // none) and none for text. Text columns store textLen bytes per row.
-func manifestTable(st *schema.Table, rows []int64, textLen int64, dates func(i int) (lo, hi int64)) TableStats {
-	t := TableStats{Name: st.Name, Files: []string{st.Name + ".0.arrow", st.Name + ".1.arrow"}}
+func manifestTable(st *schema.Table, rows []int64, textLen int64, dates func(i int) (lo, hi int64)) plan.TableStats {
+	t := plan.TableStats{Name: st.Name, Files: []string{st.Name + ".0.arrow", st.Name + ".1.arrow"}}
 	for _, c := range st.Columns {
 		t.Columns = append(t.Columns, c.Name)
 	}
@@ -21,7 +22,7 @@ func manifestTable(st *schema.Table, rows []int64, textLen int64, dates func(i i
 	off := [2]int64{4096, 4096}
 	for i, r := range rows {
 		f := i % 2
-		ch := ChunkStats{Rows: r, File: int32(f), Base: off[f]}
+		ch := plan.ChunkStats{Rows: r, File: int32(f), Base: off[f]}
 		for _, c := range st.Columns {
 			b := r * textLen
 			if w := c.Type.Width(); w > 0 {
@@ -30,10 +31,10 @@ func manifestTable(st *schema.Table, rows []int64, textLen int64, dates func(i i
 			ch.Offset = append(ch.Offset, off[f])
 			ch.Bytes = append(ch.Bytes, b)
 			off[f] += pad(b) + 64 // padding, then a gap (next buffer's header)
-			mm := MinMax{}
+			mm := plan.MinMax{}
 			if c.Type == schema.Date && dates != nil {
 				lo, hi := dates(i)
-				mm = MinMax{Valid: true, Min: lo, Max: hi}
+				mm = plan.MinMax{Valid: true, Min: lo, Max: hi}
 			}
 			ch.Stats = append(ch.Stats, mm)
 		}
@@ -42,13 +43,13 @@ func manifestTable(st *schema.Table, rows []int64, textLen int64, dates func(i i
 	return t
 }
 
-// TestTPCHQueryOnManifestTables: the TPC-H plans build over tables shaped
+// TestBuildOnManifestTables: the TPC-H plans build over tables shaped
 // like a real dataset's (uneven chunks, orders and lineitem with the same
 // number of chunks but ~4x the rows per lineitem chunk, explicit column
 // offsets, two files, statistics on dates only, only the tables a query
 // needs, in any order), and derive their estimates from those figures.
-func TestTPCHQueryOnManifestTables(t *testing.T) {
-	d94, d95 := Day(1994, time.January, 1), Day(1995, time.January, 1)
+func TestBuildOnManifestTables(t *testing.T) {
+	d94, d95 := plan.Day(1994, time.January, 1), plan.Day(1995, time.January, 1)
 	li := manifestTable(&schema.Lineitem, []int64{4012, 3987, 4101, 1900}, 20, func(i int) (int64, int64) {
 		if i == 3 {
 			return d95, d95 + 300 // entirely after 1994: q6 prunes it
@@ -57,7 +58,7 @@ func TestTPCHQueryOnManifestTables(t *testing.T) {
 	})
 	ord := manifestTable(&schema.Orders, []int64{1000, 1000, 1000, 475}, 10, nil)
 	cust := manifestTable(&schema.Customer, []int64{150, 90}, 30, nil)
-	tables := []TableStats{li, cust, ord}
+	tables := []plan.TableStats{li, cust, ord}
 	for i := range tables {
 		if err := tables[i].Validate(); err != nil {
 			t.Fatalf("hand-built table: %v", err)
@@ -68,7 +69,7 @@ func TestTPCHQueryOnManifestTables(t *testing.T) {
 	}
 	liRows := int64(4012 + 3987 + 4101 + 1900)
 
-	p6, err := TPCHQuery("q6", 0.002, tables)
+	p6, err := Build("q6", 0.002, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,7 +89,7 @@ func TestTPCHQueryOnManifestTables(t *testing.T) {
 		t.Errorf("q6 keeps chunks %v, want [0 1 2]", kept)
 	}
 
-	p1, err := TPCHQuery("q1", 0.002, tables)
+	p1, err := Build("q1", 0.002, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +102,7 @@ func TestTPCHQueryOnManifestTables(t *testing.T) {
 		t.Errorf("q1 scans %d rows, want %d", got, liRows)
 	}
 
-	p3, err := TPCHQuery("q3", 0.002, tables)
+	p3, err := Build("q3", 0.002, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,7 +117,7 @@ func TestTPCHQueryOnManifestTables(t *testing.T) {
 			delete(want, pl.Name)
 		}
 		for _, op := range pl.Ops {
-			if op.Kind == OpAggPartial || op.Kind == OpAggFinal {
+			if op.Kind == plan.OpAggPartial || op.Kind == plan.OpAggFinal {
 				aggs++
 				// 11,620 groups at SF1 scaled to SF 0.002: 23.24 -> 23.
 				if op.Groups != 23 {
@@ -137,12 +138,12 @@ func TestTPCHQueryOnManifestTables(t *testing.T) {
 	}
 
 	// A dataset without the table a query scans is an error, not a panic.
-	if _, err := TPCHQuery("q3", 0.002, []TableStats{li, ord}); err == nil {
+	if _, err := Build("q3", 0.002, []plan.TableStats{li, ord}); err == nil {
 		t.Error("q3 without customer built")
 	}
 }
 
-func TestTPCHScaleFactor(t *testing.T) {
+func TestScaleFactor(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		rows int64
@@ -153,13 +154,13 @@ func TestTPCHScaleFactor(t *testing.T) {
 		{"lineitem", 6_001_215, 1},
 		{"customer", 150_000_000, 1000},
 	} {
-		tbl := TableStats{Name: tc.name, Chunks: []ChunkStats{{Rows: tc.rows / 2}, {Rows: tc.rows - tc.rows/2}}}
-		got, err := TPCHScaleFactor([]TableStats{{Name: "nation", Chunks: []ChunkStats{{Rows: 25}}}, tbl})
+		tbl := plan.TableStats{Name: tc.name, Chunks: []plan.ChunkStats{{Rows: tc.rows / 2}, {Rows: tc.rows - tc.rows/2}}}
+		got, err := ScaleFactor([]plan.TableStats{{Name: "nation", Chunks: []plan.ChunkStats{{Rows: 25}}}, tbl})
 		if err != nil || got != tc.want {
 			t.Errorf("%s %d rows: scale factor %v, %v; want %v", tc.name, tc.rows, got, err, tc.want)
 		}
 	}
-	if _, err := TPCHScaleFactor([]TableStats{{Name: "nation", Chunks: []ChunkStats{{Rows: 25}}}}); err == nil {
+	if _, err := ScaleFactor([]plan.TableStats{{Name: "nation", Chunks: []plan.ChunkStats{{Rows: 25}}}}); err == nil {
 		t.Error("scale factor from nation alone: no error")
 	}
 }
