@@ -186,7 +186,7 @@ func TestCalibrationReproducible(t *testing.T) {
 	if beside < 2 || alone < 2 {
 		t.Errorf("%d compute-loop windows beside reads and %d alone, want 2 or more of each", beside, alone)
 	}
-	if steal, ok, _ := fitSteal(samples); !ok || num(prof.NVMe.CPUSteal) != num(steal) {
+	if steal, ok, _ := fitSteal(samples); !ok || prof.NVMe.CPUSteal != costmodel.Round6(steal) {
 		t.Errorf("profile's nvme.cpu_steal %v, want the fit %v (ok %v)", prof.NVMe.CPUSteal, steal, ok)
 	}
 	// Kernels beside kernels: each kernel alone and beside its neighbours,
@@ -220,7 +220,7 @@ func TestCalibrationReproducible(t *testing.T) {
 	if want, _, err := costmodel.FitOpCostSizedWeighted(probes, 1); err != nil || a.Profile.Host.Ops[plan.OpHashProbe] != want {
 		t.Errorf("hash-probe fit %+v, want the relative-error fit %+v (%v)", a.Profile.Host.Ops[plan.OpHashProbe], want, err)
 	}
-	if corun, ok, _ := fitCorun(samples); !ok || num(prof.Node.Corun) != num(corun) {
+	if corun, ok, _ := fitCorun(samples); !ok || prof.Node.Corun != costmodel.Round6(corun) {
 		t.Errorf("profile's node.corun %v, want the fit %v (ok %v)", prof.Node.Corun, corun, ok)
 	}
 }

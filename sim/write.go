@@ -3,11 +3,11 @@ package sim
 import (
 	"bytes"
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
+
+	"gostachio/internal/atomicfile"
 )
 
 // MarshalProfile writes p as a profile file: header, each of its lines
@@ -54,23 +54,7 @@ func WriteProfile(path string, p *Profile, header string) error {
 	if _, err := ParseProfile(path, data); err != nil {
 		return fmt.Errorf("sim: write profile: the written profile does not load (a bug): %w", err)
 	}
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*.tmp")
-	if err != nil {
-		return fmt.Errorf("sim: write profile: %w", err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp, 0o644)
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := atomicfile.WriteFile(path, data); err != nil {
 		return fmt.Errorf("sim: write profile: %w", err)
 	}
 	return nil
