@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -363,18 +362,9 @@ func TestHeldOutQueries(t *testing.T) {
 	}
 	// A second profile for --compare: the same with a disk half as fast.
 	slowDisk := filepath.Join(dir, "slowdisk.yaml")
-	var y []string
-	for _, l := range strings.Split(string(fit.YAML), "\n") {
-		if strings.HasPrefix(l, "  bandwidth: ") && len(y) > 0 && strings.HasPrefix(y[len(y)-1], "nvme:") {
-			v, err := strconv.ParseFloat(strings.Fields(l)[1], 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l = fmt.Sprintf("  bandwidth: %g", v/2)
-		}
-		y = append(y, l)
-	}
-	if err := os.WriteFile(slowDisk, []byte(strings.Join(y, "\n")), 0o644); err != nil {
+	halved := *fit.Profile
+	halved.NVMe.Bandwidth /= 2
+	if err := sim.WriteProfile(slowDisk, &halved, "the fitted profile with a disk half as fast"); err != nil {
 		t.Fatal(err)
 	}
 	const warmup, rounds = 1, 3
