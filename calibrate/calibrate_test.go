@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -186,7 +185,7 @@ func TestCalibrationReproducible(t *testing.T) {
 	if beside < 2 || alone < 2 {
 		t.Errorf("%d compute-loop windows beside reads and %d alone, want 2 or more of each", beside, alone)
 	}
-	if steal, ok, _ := fitSteal(samples); !ok || num(prof.NVMe.CPUSteal) != num(steal) {
+	if steal, ok, _ := fitSteal(samples); !ok || prof.NVMe.CPUSteal != costmodel.Round6(steal) {
 		t.Errorf("profile's nvme.cpu_steal %v, want the fit %v (ok %v)", prof.NVMe.CPUSteal, steal, ok)
 	}
 	// Kernels beside kernels: each kernel alone and beside its neighbours,
@@ -220,7 +219,7 @@ func TestCalibrationReproducible(t *testing.T) {
 	if want, _, err := costmodel.FitOpCostSizedWeighted(probes, 1); err != nil || a.Profile.Host.Ops[plan.OpHashProbe] != want {
 		t.Errorf("hash-probe fit %+v, want the relative-error fit %+v (%v)", a.Profile.Host.Ops[plan.OpHashProbe], want, err)
 	}
-	if corun, ok, _ := fitCorun(samples); !ok || num(prof.Node.Corun) != num(corun) {
+	if corun, ok, _ := fitCorun(samples); !ok || prof.Node.Corun != costmodel.Round6(corun) {
 		t.Errorf("profile's node.corun %v, want the fit %v (ok %v)", prof.Node.Corun, corun, ok)
 	}
 }
@@ -363,18 +362,9 @@ func TestHeldOutQueries(t *testing.T) {
 	}
 	// A second profile for --compare: the same with a disk half as fast.
 	slowDisk := filepath.Join(dir, "slowdisk.yaml")
-	var y []string
-	for _, l := range strings.Split(string(fit.YAML), "\n") {
-		if strings.HasPrefix(l, "  bandwidth: ") && len(y) > 0 && strings.HasPrefix(y[len(y)-1], "nvme:") {
-			v, err := strconv.ParseFloat(strings.Fields(l)[1], 64)
-			if err != nil {
-				t.Fatal(err)
-			}
-			l = fmt.Sprintf("  bandwidth: %g", v/2)
-		}
-		y = append(y, l)
-	}
-	if err := os.WriteFile(slowDisk, []byte(strings.Join(y, "\n")), 0o644); err != nil {
+	halved := *fit.Profile
+	halved.NVMe.Bandwidth /= 2
+	if err := sim.WriteProfile(slowDisk, &halved, "the fitted profile with a disk half as fast"); err != nil {
 		t.Fatal(err)
 	}
 	const warmup, rounds = 1, 3

@@ -16,6 +16,7 @@ import (
 	"gostachio/costmodel"
 	"gostachio/dataset"
 	"gostachio/engine"
+	"gostachio/internal/stats"
 	"gostachio/kernels/cpu"
 	"gostachio/plan"
 )
@@ -96,7 +97,7 @@ func microCorun(ctx context.Context, ds *dataset.Dataset, opts MicroOptions, log
 			}
 			as, bs = append(as, a), append(bs, b)
 		}
-		a, b := medianInt64(as), medianInt64(bs)
+		a, b := stats.LowerMedian(as), stats.LowerMedian(bs)
 		out = append(out,
 			Sample{Component: CompCorun, Op: k.op.String(), Case: k.label, Rows: k.rows, Tasks: rounds, Ns: a},
 			Sample{Component: CompCorun, Op: k.op.String(), Case: k.label, Rows: k.rows, Tasks: rounds, Depth: cores - 1, Ns: b})
@@ -117,7 +118,7 @@ func corunTime(fn func() error) (int64, error) {
 		}
 		ts = append(ts, time.Since(start).Nanoseconds())
 	}
-	return medianInt64(ts), nil
+	return stats.LowerMedian(ts), nil
 }
 
 // corunBeside is corunTime of k.run while others goroutines run

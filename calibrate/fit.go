@@ -6,7 +6,6 @@ import (
 	"math"
 	"runtime"
 	"sort"
-	"strconv"
 	"strings"
 
 	"gonum.org/v1/gonum/floats"
@@ -41,8 +40,10 @@ type Component struct {
 	Quality costmodel.FitQuality
 }
 
-// Fit is a fitted profile: its YAML text (loads with sim.ParseProfile) and
-// the per-component fit.
+// Fit is a fitted profile: its YAML text (sim.MarshalProfile of the
+// typed profile the fits built, with a header naming its provenance),
+// Profile (that text loaded back with sim.ParseProfile) and the
+// per-component fit.
 type Fit struct {
 	YAML       []byte
 	Profile    *sim.Profile
@@ -83,61 +84,125 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	if opts.Devices <= 0 {
 		opts.Devices = runtime.GOMAXPROCS(0)
 	}
-	var reads []costmodel.ReadSample
-	var h2d, gpuH2D, gpuKernels []costmodel.OpSample
-	var launch, reference []float64
-	var steals, coruns, completions []Sample
-	ops := map[string][]costmodel.OpSample{}
-	// Samples of plan operators, by fingerprint, for their scales.
-	keyed := map[string][]costmodel.OpSample{}
-	keyOp, keyCase := map[string]string{}, map[string]string{}
+	g, err := groupSamples(samples)
+	if err != nil {
+		return nil, err
+	}
+	f := &Fit{}
+	var m fitted
+	if err := m.fitMachine(g, f); err != nil {
+		return nil, err
+	}
+	if err := m.fitCopies(g, f); err != nil {
+		return nil, err
+	}
+	m.fitDispatch(g, f)
+	if err := m.fitOperators(g, f); err != nil {
+		return nil, err
+	}
+	built := m.profile(opts)
+	if f.YAML, err = sim.MarshalProfile(built, m.header(opts)); err != nil {
+		return nil, fmt.Errorf("calibrate: the fitted profile does not load (a bug): %w", err)
+	}
+	if f.Profile, err = sim.ParseProfile(opts.Name, f.YAML); err != nil {
+		return nil, fmt.Errorf("calibrate: the fitted profile does not load (a bug): %w", err)
+	}
+	return f, nil
+}
+
+// sampleGroups are the samples sorted by what they measure: each
+// component of the model is fitted to its own.
+type sampleGroups struct {
+	reads                       []costmodel.ReadSample
+	h2d, gpuH2D, gpuKernels     []costmodel.OpSample
+	launch, reference           []float64
+	steals, coruns, completions []Sample
+	ops                         map[string][]costmodel.OpSample // kernel samples by operator kind
+	keyed                       map[string][]costmodel.OpSample // kernel samples of plan operators, by fingerprint
+	keyOp, keyCase              map[string]string               // a fingerprint's kind and first case
+}
+
+// groupSamples sorts samples by component, converting each to what its
+// fit takes. It exists to refuse what no fit can use before any runs: an
+// unknown component or operator kind, a fingerprint that names two kinds
+// (two different operators would share one scale), and samples without
+// storage reads or kernels (the profile needs both).
+func groupSamples(samples []Sample) (*sampleGroups, error) {
+	g := &sampleGroups{ops: map[string][]costmodel.OpSample{}, keyed: map[string][]costmodel.OpSample{}, keyOp: map[string]string{}, keyCase: map[string]string{}}
 	for _, s := range samples {
 		switch s.Component {
 		case CompRead:
-			reads = append(reads, costmodel.ReadSample{Size: s.Bytes, Depth: s.Depth, Tasks: s.Tasks, Ns: float64(s.Ns)})
+			g.reads = append(g.reads, costmodel.ReadSample{Size: s.Bytes, Depth: s.Depth, Tasks: s.Tasks, Ns: float64(s.Ns)})
 		case CompH2D:
-			h2d = append(h2d, costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns)})
+			g.h2d = append(g.h2d, costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns)})
 		case CompLaunch:
-			launch = append(launch, float64(s.Ns))
+			g.launch = append(g.launch, float64(s.Ns))
 		case CompReference:
-			reference = append(reference, float64(s.Ns))
+			g.reference = append(g.reference, float64(s.Ns))
 		case CompSteal:
-			steals = append(steals, s)
+			g.steals = append(g.steals, s)
 		case CompCorun:
-			coruns = append(coruns, s)
+			g.coruns = append(g.coruns, s)
 		case CompCompletion:
-			completions = append(completions, s)
+			g.completions = append(g.completions, s)
 		case CompGPUH2D:
-			gpuH2D = append(gpuH2D, costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns)})
+			g.gpuH2D = append(g.gpuH2D, costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns)})
 		case CompGPUKernel:
-			gpuKernels = append(gpuKernels, costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns), Terms: s.Terms, StrTerms: s.StrTerms})
+			g.gpuKernels = append(g.gpuKernels, costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns), Terms: s.Terms, StrTerms: s.StrTerms})
 		case CompKernel:
 			if _, err := plan.ParseOpKind(s.Op); err != nil {
 				return nil, fmt.Errorf("calibrate: sample %q: %w", s.Case, err)
 			}
 			sample := costmodel.OpSample{Bytes: float64(s.Bytes), Rows: float64(s.Rows), Ns: float64(s.Ns), Terms: s.Terms, StrTerms: s.StrTerms, Out: float64(s.Out), Table: float64(s.Table)}
-			ops[s.Op] = append(ops[s.Op], sample)
+			g.ops[s.Op] = append(g.ops[s.Op], sample)
 			if s.Key != "" {
-				if k, ok := keyOp[s.Key]; ok && k != s.Op {
-					return nil, fmt.Errorf("calibrate: sample %q: operator %s is a %s here and a %s in %q", s.Case, s.Key, s.Op, k, keyCase[s.Key])
+				if k, ok := g.keyOp[s.Key]; ok && k != s.Op {
+					return nil, fmt.Errorf("calibrate: sample %q: operator %s is a %s here and a %s in %q", s.Case, s.Key, s.Op, k, g.keyCase[s.Key])
 				}
-				if _, ok := keyOp[s.Key]; !ok {
-					keyOp[s.Key], keyCase[s.Key] = s.Op, s.Case
+				if _, ok := g.keyOp[s.Key]; !ok {
+					g.keyOp[s.Key], g.keyCase[s.Key] = s.Op, s.Case
 				}
-				keyed[s.Key] = append(keyed[s.Key], sample)
+				g.keyed[s.Key] = append(g.keyed[s.Key], sample)
 			}
 		default:
 			return nil, fmt.Errorf("calibrate: sample %q has unknown component %q", s.Case, s.Component)
 		}
 	}
-	if len(reads) == 0 || len(ops) == 0 {
-		return nil, fmt.Errorf("calibrate: need storage and kernel samples (have %d read, %d kernel kinds)", len(reads), len(ops))
+	if len(g.reads) == 0 || len(g.ops) == 0 {
+		return nil, fmt.Errorf("calibrate: need storage and kernel samples (have %d read, %d kernel kinds)", len(g.reads), len(g.ops))
 	}
-	f := &Fit{}
-	st, q, err := costmodel.FitStorage(reads, readerRequest, readerQD, readerQD)
+	return g, nil
+}
+
+// fitted is what the fits found, before it becomes a profile.
+type fitted struct {
+	st                      costmodel.Storage
+	completion              string
+	completionShare         float64
+	hasCompletion, hasSteal bool
+	hasCorun                bool
+	steal, corun            float64
+	h2d                     costmodel.Transfer
+	onGPU                   bool
+	gpuCopy                 costmodel.Transfer
+	fused                   costmodel.OpCost
+	launch, reference       costmodel.Duration
+	names                   []string // the kinds fitted, in plan.OpKind order
+	costs                   map[string]costmodel.OpCost
+	profiled                []profiledOp
+}
+
+// fitMachine fits what the machine does beside the kernels: the disk
+// (bandwidth, latency, queue-depth curve, how it completes reads) and
+// what the cores take from each other (reads' steal, kernels' corun).
+// Separate from the kernels because these are properties of the machine,
+// not of the engine's operators.
+func (m *fitted) fitMachine(g *sampleGroups, f *Fit) error {
+	st, q, err := costmodel.FitStorage(g.reads, readerRequest, readerQD, readerQD)
 	if err != nil {
-		return nil, err
+		return err
 	}
+	m.st = st
 	var curve []string
 	for _, p := range st.Curve {
 		curve = append(curve, fmt.Sprintf("qd%g %.2f", p.QD, p.Frac))
@@ -145,77 +210,95 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 	f.Components = append(f.Components, Component{"read", fmt.Sprintf("bandwidth %s latency %s curve %s",
 		st.Bandwidth, st.Latency, strings.Join(curve, ", ")), q})
 
-	completion, completionShare, hasCompletion, completionQ := fitCompletion(completions)
-	if hasCompletion {
-		f.Components = append(f.Components, completionQ)
+	var cq, sq, rq Component
+	m.completion, m.completionShare, m.hasCompletion, cq = fitCompletion(g.completions)
+	if m.hasCompletion {
+		f.Components = append(f.Components, cq)
 	}
-	steal, hasSteal, stealQ := fitSteal(steals)
-	if hasSteal {
-		f.Components = append(f.Components, stealQ)
+	m.steal, m.hasSteal, sq = fitSteal(g.steals)
+	if m.hasSteal {
+		f.Components = append(f.Components, sq)
 	}
-	corun, hasCorun, corunQ := fitCorun(coruns)
-	if hasCorun {
-		f.Components = append(f.Components, corunQ)
+	m.corun, m.hasCorun, rq = fitCorun(g.coruns)
+	if m.hasCorun {
+		f.Components = append(f.Components, rq)
 	}
+	return nil
+}
 
-	var h2dT costmodel.Transfer
-	if len(h2d) > 0 {
-		if h2dT, q, err = costmodel.FitTransfer(h2d); err != nil {
-			return nil, err
+// fitCopies fits the copies into a device: the CPU engine's h2d (views
+// of the read buffers) and, for the GPU backend, its uploads and the
+// fused kernel of every scan unit. Both need a positive PCIe rate in the
+// profile, so an h2d free per byte gets a nominal one.
+func (m *fitted) fitCopies(g *sampleGroups, f *Fit) error {
+	var q costmodel.FitQuality
+	var err error
+	if len(g.h2d) > 0 {
+		if m.h2d, q, err = costmodel.FitTransfer(g.h2d); err != nil {
+			return err
 		}
-		f.Components = append(f.Components, Component{"h2d", fmt.Sprintf("bandwidth %s latency %s", h2dT.Bandwidth, h2dT.Latency), q})
+		f.Components = append(f.Components, Component{"h2d", fmt.Sprintf("bandwidth %s latency %s", m.h2d.Bandwidth, m.h2d.Latency), q})
 	}
-	if h2dT.Bandwidth <= 0 {
+	if m.h2d.Bandwidth <= 0 {
 		// Free per byte (or not measured): the profile still needs a
 		// positive PCIe rate.
-		h2dT.Bandwidth = 1e12
+		m.h2d.Bandwidth = 1e12
 	}
-	onGPU := len(gpuH2D) > 0 || len(gpuKernels) > 0
-	var gpuCopy costmodel.Transfer
-	var fused costmodel.OpCost
-	if onGPU {
-		if len(gpuH2D) == 0 || len(gpuKernels) == 0 {
-			return nil, fmt.Errorf("calibrate: GPU samples need both %s and %s (have %d, %d)", CompGPUH2D, CompGPUKernel, len(gpuH2D), len(gpuKernels))
-		}
-		if gpuCopy, q, err = costmodel.FitTransfer(gpuH2D); err != nil {
-			return nil, fmt.Errorf("calibrate: %s: %w", CompGPUH2D, err)
-		}
-		if gpuCopy.Bandwidth <= 0 {
-			return nil, fmt.Errorf("calibrate: %s: the fit left no bandwidth (copies that do not grow with their bytes?)", CompGPUH2D)
-		}
-		f.Components = append(f.Components, Component{CompGPUH2D, fmt.Sprintf("bandwidth %s latency %s", gpuCopy.Bandwidth, gpuCopy.Latency), q})
-		if fused, q, err = costmodel.FitOpCost(gpuKernels); err != nil {
-			return nil, fmt.Errorf("calibrate: %s: %w", CompGPUKernel, err)
-		}
-		f.Components = append(f.Components, Component{CompGPUKernel, fmt.Sprintf("fixed %s bytes %s rows %s terms %s str-terms %s", fused.Fixed,
-			rateText(fused.ByteRate), countText(fused.RowRate), termText(fused.TermRate), termText(fused.StrTermRate)), q})
+	m.onGPU = len(g.gpuH2D) > 0 || len(g.gpuKernels) > 0
+	if !m.onGPU {
+		return nil
 	}
-	var launchNs costmodel.Duration
-	if len(launch) > 0 {
-		sort.Float64s(launch)
-		launchNs = costmodel.Duration(math.Round(launch[len(launch)/2]))
-		f.Components = append(f.Components, Component{"launch", fmt.Sprintf("%s per task", launchNs), costmodel.FitQuality{N: len(launch), R2: math.NaN()}})
+	if len(g.gpuH2D) == 0 || len(g.gpuKernels) == 0 {
+		return fmt.Errorf("calibrate: GPU samples need both %s and %s (have %d, %d)", CompGPUH2D, CompGPUKernel, len(g.gpuH2D), len(g.gpuKernels))
 	}
+	if m.gpuCopy, q, err = costmodel.FitTransfer(g.gpuH2D); err != nil {
+		return fmt.Errorf("calibrate: %s: %w", CompGPUH2D, err)
+	}
+	if m.gpuCopy.Bandwidth <= 0 {
+		return fmt.Errorf("calibrate: %s: the fit left no bandwidth (copies that do not grow with their bytes?)", CompGPUH2D)
+	}
+	f.Components = append(f.Components, Component{CompGPUH2D, fmt.Sprintf("bandwidth %s latency %s", m.gpuCopy.Bandwidth, m.gpuCopy.Latency), q})
+	if m.fused, q, err = costmodel.FitOpCost(g.gpuKernels); err != nil {
+		return fmt.Errorf("calibrate: %s: %w", CompGPUKernel, err)
+	}
+	f.Components = append(f.Components, Component{CompGPUKernel, fmt.Sprintf("fixed %s bytes %s rows %s terms %s str-terms %s", m.fused.Fixed,
+		rateText(m.fused.ByteRate), countText(m.fused.RowRate), termText(m.fused.TermRate), termText(m.fused.StrTermRate)), q})
+	return nil
+}
 
-	var referenceNs costmodel.Duration
-	if len(reference) > 0 {
+// fitDispatch takes the engine's task dispatch (the median launch) and
+// the CPU reference workload's time (the mean): single numbers, not fits,
+// so they report no R².
+func (m *fitted) fitDispatch(g *sampleGroups, f *Fit) {
+	if len(g.launch) > 0 {
+		sort.Float64s(g.launch)
+		m.launch = costmodel.Duration(math.Round(g.launch[len(g.launch)/2]))
+		f.Components = append(f.Components, Component{"launch", fmt.Sprintf("%s per task", m.launch), costmodel.FitQuality{N: len(g.launch), R2: math.NaN()}})
+	}
+	if len(g.reference) > 0 {
 		// The mean: the machine flips between two speeds, and the mean
 		// follows the share of slow time (reference.go).
-		referenceNs = costmodel.Duration(math.Round(floats.Sum(reference) / float64(len(reference))))
-		f.Components = append(f.Components, Component{"reference", fmt.Sprintf("%s (CPU reference, mean of %d)", referenceNs, len(reference)), costmodel.FitQuality{N: len(reference), R2: math.NaN()}})
+		m.reference = costmodel.Duration(math.Round(floats.Sum(g.reference) / float64(len(g.reference))))
+		f.Components = append(f.Components, Component{"reference", fmt.Sprintf("%s (CPU reference, mean of %d)", m.reference, len(g.reference)), costmodel.FitQuality{N: len(g.reference), R2: math.NaN()}})
 	}
+}
 
-	names := make([]string, 0, len(ops))
-	for k := range ops {
-		names = append(names, k)
+// fitOperators fits every operator kind's cost, each with the fit its
+// work calls for (working-set terms for builds, probes and aggregates;
+// relative errors for probes), then the plan operators' scales against
+// their kind's cost.
+func (m *fitted) fitOperators(g *sampleGroups, f *Fit) error {
+	m.names = make([]string, 0, len(g.ops))
+	for k := range g.ops {
+		m.names = append(m.names, k)
 	}
-	sort.Slice(names, func(i, j int) bool {
-		a, _ := plan.ParseOpKind(names[i])
-		b, _ := plan.ParseOpKind(names[j])
+	sort.Slice(m.names, func(i, j int) bool {
+		a, _ := plan.ParseOpKind(m.names[i])
+		b, _ := plan.ParseOpKind(m.names[j])
 		return a < b
 	})
-	costs := map[string]costmodel.OpCost{}
-	for _, k := range names {
+	m.costs = map[string]costmodel.OpCost{}
+	for _, k := range m.names {
 		fit := costmodel.FitOpCost
 		switch k {
 		case plan.OpHashBuild.String(), plan.OpHashProbe.String(), plan.OpAggPartial.String(), plan.OpAggFinal.String():
@@ -229,11 +312,11 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 		if k == plan.OpHashProbe.String() {
 			fit = fitProbes
 		}
-		c, q, err := fit(ops[k])
+		c, q, err := fit(g.ops[k])
 		if err != nil {
-			return nil, fmt.Errorf("calibrate: %s: %w", k, err)
+			return fmt.Errorf("calibrate: %s: %w", k, err)
 		}
-		costs[k] = c
+		m.costs[k] = c
 		params := fmt.Sprintf("fixed %s bytes %s rows %s terms %s out %s", c.Fixed, rateText(c.ByteRate), countText(c.RowRate), termText(c.TermRate), rateText(c.OutRate))
 		if c.StrTermRate > 0 {
 			params += " str-terms " + termText(c.StrTermRate)
@@ -243,108 +326,133 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 		}
 		f.Components = append(f.Components, Component{k, params, q})
 	}
-	profiled, comp := fitScales(costs, keyed, keyOp, keyCase)
-	if len(profiled) > 0 {
+	var comp Component
+	m.profiled, comp = fitScales(m.costs, g.keyed, g.keyOp, g.keyCase)
+	if len(m.profiled) > 0 {
 		f.Components = append(f.Components, comp)
 	}
+	return nil
+}
 
-	var y strings.Builder
+// rate6 rounds a fitted rate to the 6 significant digits its fit's
+// quality was computed on (costmodel.Round6), as the profile holds it.
+func rate6(r costmodel.Rate) costmodel.Rate { return costmodel.Rate(costmodel.Round6(float64(r))) }
+
+// profile builds the typed profile of the fits: the node mirrors the
+// engine (its devices, CPU slots and memory budget; the GPU backend's
+// scans on the GPU), every fitted number rounded to 6 significant digits,
+// and the facts without samples (in-memory exchange, free syncs) as the
+// engine has them.
+func (m *fitted) profile(opts ProfileOptions) *sim.Profile {
 	pv := opts.Provenance
 	mem := int64(engine.DefaultMem)
 	pinned := mem / 4
-	if onGPU {
+	p := &sim.Profile{Name: opts.Name}
+	p.Node = sim.NodeSpec{GPUs: opts.Devices, SSDs: 1, NICs: 1, MergeThreads: 1, KernelThreads: 1,
+		DeviceMemory: costmodel.Bytes((mem - pinned) / int64(opts.Devices)), PinnedMemory: costmodel.Bytes(pinned)}
+	if m.onGPU {
 		cores := opts.HostCores
 		if cores <= 0 {
 			cores = runtime.GOMAXPROCS(0)
 		}
-		fmt.Fprintf(&y, "# Calibrated by `gostachio calibrate --gpu` (%s) on %s: a pure function of\n", pv.Source, pv.Hostname)
-		fmt.Fprintf(&y, "# the samples saved beside it. The node mirrors the engine's GPU backend: %d\n", opts.Devices)
-		fmt.Fprintf(&y, "# device(s) on %s, scan pipelines fused on the GPU, the rest on the host.\n", pv.GPU)
-		fmt.Fprintf(&y, "name: %s\n", opts.Name)
-		fmt.Fprintf(&y, "description: %s\n", strconv.Quote(fmt.Sprintf("GPU engine on %s (%s), calibrated from %s", pv.Hostname, pv.GPU, pv.Source)))
-		fmt.Fprintf(&y, "node:\n  gpus: %d\n  ssds: 1\n  nics: 1\n  host_cores: %d\n  merge_threads: 1\n  kernels_on_host: false\n", opts.Devices, cores)
-		fmt.Fprintf(&y, "  gpu_scans_only: true  # engine/gpu: scan units' kernels and h2d on the GPU, the rest on the host\n  kernel_threads: 1\n")
+		p.Description = fmt.Sprintf("GPU engine on %s (%s), calibrated from %s", pv.Hostname, pv.GPU, pv.Source)
+		p.Node.HostCores = float64(cores)
+		p.Node.GPUScansOnly = true
 	} else {
-		fmt.Fprintf(&y, "# Calibrated by `gostachio calibrate` (%s) on %s: a pure function of the\n", pv.Source, pv.Hostname)
-		fmt.Fprintf(&y, "# samples saved beside it. The node mirrors the CPU engine: %d worker groups\n", opts.Devices)
-		fmt.Fprintf(&y, "# (devices) sharing %d CPU slots, kernels on the host one core each.\n", opts.Devices)
-		fmt.Fprintf(&y, "name: %s\n", opts.Name)
-		fmt.Fprintf(&y, "description: %s\n", strconv.Quote(fmt.Sprintf("CPU engine on %s, %d cores, calibrated from %s", pv.Hostname, pv.Cores, pv.Source)))
-		fmt.Fprintf(&y, "node:\n  gpus: %d\n  ssds: 1\n  nics: 1\n  host_cores: %d\n  merge_threads: 1\n  kernels_on_host: true\n  kernel_threads: 1\n",
-			opts.Devices, opts.Devices)
-		fmt.Fprintf(&y, "  cpu_slots: %d  # the engine's CPU slots: a kernel waits for one, it does not share a core\n", opts.Devices)
+		p.Description = fmt.Sprintf("CPU engine on %s, %d cores, calibrated from %s", pv.Hostname, pv.Cores, pv.Source)
+		p.Node.HostCores = float64(opts.Devices)
+		p.Node.KernelsOnHost = true
+		p.Node.CPUSlots = opts.Devices
 	}
-	if hasCorun && corun > 0 {
-		fmt.Fprintf(&y, "  corun: %s  # kernels beside kernels: each at 1/(1+corun) with every host core busy\n", num(corun))
+	if m.hasCorun && m.corun > 0 {
+		p.Node.Corun = costmodel.Round6(m.corun)
 	}
-	fmt.Fprintf(&y, "  device_memory: %d  # engine --mem default %d MiB: 3/4 over the devices\n  pinned_memory: %d  # a quarter for I/O buffers\n",
-		(mem-pinned)/int64(opts.Devices), mem>>20, pinned)
-	fmt.Fprintf(&y, "nvme:\n  bandwidth: %s  # %s\n  latency: %dns\n  request: %d\n  task_qd: %d\n  device_qd: %d  # the reader's ring: requests in flight over all reads, first come first served\n  qd_curve:\n",
-		num(float64(st.Bandwidth)), st.Bandwidth, st.Latency, int64(st.Request), st.TaskQD, readerQD)
-	for _, p := range st.Curve {
-		fmt.Fprintf(&y, "    - {qd: %g, frac: %s}\n", p.QD, num(p.Frac))
+	p.NVMe = costmodel.Storage{Bandwidth: rate6(m.st.Bandwidth), Latency: m.st.Latency, Request: m.st.Request, TaskQD: m.st.TaskQD, DeviceQD: readerQD}
+	for _, q := range m.st.Curve {
+		p.NVMe.Curve = append(p.NVMe.Curve, costmodel.QDPoint{QD: q.QD, Frac: costmodel.Round6(q.Frac)})
 	}
-	if hasCompletion {
-		fmt.Fprintf(&y, "  completion: %s  # a %d KiB read submitted after %d of %d KiB took %.2f of their time (median of the probe's rounds)\n",
-			completion, completionSmall>>10, completionLarge, completionBig>>10, completionShare)
+	if m.hasCompletion {
+		p.NVMe.Completion = m.completion
 	}
-	if hasSteal {
-		fmt.Fprintf(&y, "  cpu_steal: %s  # ns of every host core per byte read: reads slow the cores (each at 1/(1+steal·bytes/ns))\n", num(steal))
+	if m.hasSteal {
+		p.NVMe.CPUSteal = costmodel.Round6(m.steal)
 	}
-	if onGPU {
-		fmt.Fprintf(&y, "pcie:  # a scan unit's upload from pinned read buffers (engine/gpu Upload)\n  h2d: %s\n  d2h: %s\n  latency: %dns\n  gpudirect_nic: false\n",
-			num(float64(gpuCopy.Bandwidth)), num(float64(gpuCopy.Bandwidth)), gpuCopy.Latency)
-	} else {
-		fmt.Fprintf(&y, "pcie:  # the CPU h2d: views of the read buffers + string-offset checks\n  h2d: %s\n  d2h: %s\n  latency: %dns\n  gpudirect_nic: false\n",
-			num(float64(h2dT.Bandwidth)), num(float64(h2dT.Bandwidth)), h2dT.Latency)
+	copies := m.h2d
+	if m.onGPU {
+		copies = m.gpuCopy
 	}
-	fmt.Fprintf(&y, "nic:  # exchange between worker groups is in memory: dispatch only\n  bandwidth: 1e12\n  latency: %dns\n", launchNs)
-	fmt.Fprintf(&y, "switch:\n  oversubscription: 1\nintra_node:\n  path: nic\nsync_latency: 0s  # a sync on the CPU engine is free\n")
-	if onGPU {
-		fmt.Fprintf(&y, "gpu:\n  launch: 0s  # in fused.fixed\n  fused: {fixed: %dns, bytes: %s, rows: %s, terms: %s, str_terms: %s}  # one compiled kernel per scan unit\n",
-			fused.Fixed, num(float64(fused.ByteRate)), num(float64(fused.RowRate)), num(float64(fused.TermRate)), num(float64(fused.StrTermRate)))
-	} else {
-		fmt.Fprintf(&y, "gpu:\n  launch: 0s  # unused: kernels_on_host\n")
+	p.PCIe = sim.PCIeSpec{H2D: rate6(copies.Bandwidth), D2H: rate6(copies.Bandwidth), Latency: copies.Latency}
+	p.NIC = costmodel.Transfer{Bandwidth: 1e12, Latency: m.launch}
+	p.Switch.Oversubscription = 1
+	p.Intra.Path = "nic"
+	if m.onGPU {
+		p.GPU.Fused = &costmodel.OpCost{Fixed: m.fused.Fixed, ByteRate: rate6(m.fused.ByteRate), RowRate: rate6(m.fused.RowRate),
+			TermRate: rate6(m.fused.TermRate), StrTermRate: rate6(m.fused.StrTermRate)}
 	}
-	fmt.Fprintf(&y, "host:\n  launch: %dns\n", launchNs)
-	if referenceNs > 0 {
-		fmt.Fprintf(&y, "  reference: %dns  # the CPU reference workload's time here and now (validate compares its own)\n", referenceNs)
-	}
-	fmt.Fprintf(&y, "  ops:\n")
-	for _, k := range names {
-		c := costs[k]
-		miss := ""
-		if c.StrTermRate > 0 {
-			miss = fmt.Sprintf(", str_terms: %s", num(float64(c.StrTermRate)))
-		}
+	p.Host.Launch, p.Host.Reference = m.launch, m.reference
+	for _, k := range m.names {
+		c := m.costs[k]
+		kind, _ := plan.ParseOpKind(k)
+		oc := costmodel.OpCost{Fixed: c.Fixed, ByteRate: rate6(c.ByteRate), RowRate: rate6(c.RowRate), TermRate: rate6(c.TermRate),
+			OutRate: rate6(c.OutRate), StrTermRate: rate6(c.StrTermRate)}
 		if c.Miss > 0 {
-			miss += fmt.Sprintf(", miss: %dns, cache: %d", c.Miss, c.Cache)
+			oc.Miss, oc.Cache = c.Miss, c.Cache
 		}
-		fmt.Fprintf(&y, "    %s: {fixed: %dns, bytes: %s, rows: %s, terms: %s, out: %s%s}\n", k, c.Fixed, num(float64(c.ByteRate)), num(float64(c.RowRate)), num(float64(c.TermRate)), num(float64(c.OutRate)), miss)
+		p.Host.Ops[kind] = oc
 	}
-	if len(profiled) > 0 {
-		fmt.Fprintf(&y, "  profiled:  # plan operators (fingerprint) priced from their own samples: scale × their kind's cost\n")
-		for _, p := range profiled {
-			fmt.Fprintf(&y, "    %q: {op: %s, case: %s, scale: %s}\n", p.key, p.Op, strconv.Quote(p.Case), num(p.Scale))
+	if len(m.profiled) > 0 {
+		p.Host.Profiled = make(map[string]costmodel.OpScale, len(m.profiled))
+		for _, o := range m.profiled {
+			o.Scale = costmodel.Round6(o.Scale)
+			p.Host.Profiled[o.key] = o.OpScale
 		}
 	}
-	fmt.Fprintf(&y, "provenance:\n  hostname: %s\n  cpu: %s\n  cores: %d\n  os: %s\n  engine: %s\n  revision: %s\n  date: %s\n  source: %s\n",
-		strconv.Quote(pv.Hostname), strconv.Quote(pv.CPU), pv.Cores, strconv.Quote(pv.OS), strconv.Quote(pv.Engine),
-		strconv.Quote(pv.Revision), strconv.Quote(pv.Date), strconv.Quote(pv.Source))
-	if pv.GPU != "" {
-		fmt.Fprintf(&y, "  gpu: %s\n", strconv.Quote(pv.GPU))
-	}
-	f.YAML = []byte(y.String())
-	p, err := sim.ParseProfile(opts.Name, f.YAML)
-	if err != nil {
-		return nil, fmt.Errorf("calibrate: the fitted profile does not load (a bug): %w", err)
-	}
-	f.Profile = p
-	return f, nil
+	p.Provenance = &pv
+	return p
 }
 
-// num formats a profile number: 6 significant digits (what the fit's
-// quality was computed on), "0" for zero.
+// header is the comment the written profile starts with: where it comes
+// from, and why its fixed parts are what they are (the profile's fields
+// hold only numbers).
+func (m *fitted) header(opts ProfileOptions) string {
+	pv := opts.Provenance
+	var h strings.Builder
+	if m.onGPU {
+		fmt.Fprintf(&h, "Calibrated by `gostachio calibrate --gpu` (%s) on %s: a pure function of\n", pv.Source, pv.Hostname)
+		fmt.Fprintf(&h, "the samples saved beside it. The node mirrors the engine's GPU backend: %d\n", opts.Devices)
+		fmt.Fprintf(&h, "device(s) on %s, scan pipelines fused on the GPU, the rest on the host.\n", pv.GPU)
+		fmt.Fprintf(&h, "node.gpu_scans_only: engine/gpu runs scan units' kernels and h2d on the GPU, the rest on the host.\n")
+		fmt.Fprintf(&h, "pcie: a scan unit's upload from pinned read buffers (engine/gpu Upload).\n")
+		fmt.Fprintf(&h, "gpu.fused: one compiled kernel per scan unit (its fixed cost holds the launch).\n")
+	} else {
+		fmt.Fprintf(&h, "Calibrated by `gostachio calibrate` (%s) on %s: a pure function of the\n", pv.Source, pv.Hostname)
+		fmt.Fprintf(&h, "samples saved beside it. The node mirrors the CPU engine: %d worker groups\n", opts.Devices)
+		fmt.Fprintf(&h, "(devices) sharing %d CPU slots, kernels on the host one core each.\n", opts.Devices)
+		fmt.Fprintf(&h, "node.cpu_slots: the engine's CPU slots: a kernel waits for one, it does not share a core.\n")
+		fmt.Fprintf(&h, "pcie: the CPU h2d: views of the read buffers + string-offset checks.\n")
+	}
+	if m.hasCorun && m.corun > 0 {
+		fmt.Fprintf(&h, "node.corun: kernels beside kernels: each at 1/(1+corun) with every host core busy.\n")
+	}
+	fmt.Fprintf(&h, "node.device_memory: engine --mem default %d MiB, 3/4 over the devices; pinned_memory: a quarter for I/O buffers.\n", int64(engine.DefaultMem)>>20)
+	fmt.Fprintf(&h, "nvme.device_qd: the reader's ring: requests in flight over all reads, first come first served.\n")
+	if m.hasCompletion {
+		fmt.Fprintf(&h, "nvme.completion: a %d KiB read submitted after %d of %d KiB took %.2f of their time (median of the probe's rounds).\n",
+			completionSmall>>10, completionLarge, completionBig>>10, m.completionShare)
+	}
+	if m.hasSteal {
+		fmt.Fprintf(&h, "nvme.cpu_steal: ns of every host core per byte read: reads slow the cores (each at 1/(1+steal·bytes/ns)).\n")
+	}
+	fmt.Fprintf(&h, "nic: exchange between worker groups is in memory: dispatch only. sync_latency: a sync on the CPU engine is free.\n")
+	if m.reference > 0 {
+		fmt.Fprintf(&h, "host.reference: the CPU reference workload's time here and now (validate compares its own).\n")
+	}
+	if len(m.profiled) > 0 {
+		fmt.Fprintf(&h, "host.profiled: plan operators (fingerprint) priced from their own samples: scale × their kind's cost.\n")
+	}
+	return h.String()
+}
+
 // fitProbes fits the hash-probe kind with relative errors (every sample
 // alike, costmodel.FitOpCostSizedWeighted with power 1), not the default
 // ½. The probe samples are families that differ in what they cost per row
@@ -356,12 +464,10 @@ func FitProfile(samples []Sample, opts ProfileOptions) (*Fit, error) {
 // where every row matches at 0.6x. Refitted so, devbox-xeon and another
 // calibration of 2026-11-26 predicted three validations' engine runs
 // better each time (median 5.8/4.9/4.7% → 5.7/4.5/4.1% and
-// 6.7/6.1/5.8% → 5.8/5.5/5.3%; README, issue 7).
+// 6.7/6.1/5.8% → 5.8/5.5/5.3%; README).
 func fitProbes(samples []costmodel.OpSample) (costmodel.OpCost, costmodel.FitQuality, error) {
 	return costmodel.FitOpCostSizedWeighted(samples, 1)
 }
-
-func num(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
 
 func rateText(r costmodel.Rate) string {
 	if r <= 0 {

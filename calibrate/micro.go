@@ -412,7 +412,7 @@ func microReads(ctx context.Context, ds *dataset.Dataset, opts MicroOptions) ([]
 	var out []Sample
 	for ci, c := range cfgs {
 		out = append(out, Sample{Component: CompRead, Case: fmt.Sprintf("read %dKiB qd%d", c.size>>10, c.depth),
-			Bytes: c.size, Depth: c.depth, Tasks: tasks[ci], Ns: medianInt64(ns[ci])})
+			Bytes: c.size, Depth: c.depth, Tasks: tasks[ci], Ns: stats.LowerMedian(ns[ci])})
 	}
 	return out, nil
 }
@@ -424,13 +424,6 @@ func readFile(ds *dataset.Dataset) (path string, size int64, err error) {
 		return "", 0, fmt.Errorf("calibrate: %w", err)
 	}
 	return path, size, nil
-}
-
-// medianInt64 is the median of xs (the lower middle of an even count); xs
-// is reordered.
-func medianInt64(xs []int64) int64 {
-	slices.Sort(xs)
-	return xs[(len(xs)-1)/2]
 }
 
 // readBatch is diskref.ReadSpans, its errors named as calibrate's.

@@ -191,7 +191,7 @@ func summarizeSpread(errs []float64, keys []string) RunSpread {
 	sorted := slices.Sorted(slices.Values(abs))
 	s.Cases = len(errs)
 	s.MedianAbs = stats.Median(abs)
-	s.P90Abs = quantile(sorted, 0.9)
+	s.P90Abs = stats.Quantile(sorted, 0.9)
 	s.Bias = sum / float64(len(errs))
 	return s
 }

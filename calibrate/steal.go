@@ -73,7 +73,7 @@ func stealWindow(cores, iters int) (loop, window time.Duration) {
 	}
 	wg.Wait()
 	window = time.Since(start)
-	return time.Duration(medianInt64(slices.Concat(times...))), window
+	return time.Duration(stats.LowerMedian(slices.Concat(times...))), window
 }
 
 // microSteal measures what reads take from the cores: a compute loop on

@@ -627,7 +627,7 @@ func summarize(profile string, names []string, cases []Case) *Report {
 		rep.NoiseFloor = &f
 	}
 	slices.Sort(abs)
-	rep.MedianAbs, rep.P90Abs, rep.MaxAbs = quantile(abs, 0.5), quantile(abs, 0.9), abs[len(abs)-1]
+	rep.MedianAbs, rep.P90Abs, rep.MaxAbs = stats.Quantile(abs, 0.5), stats.Quantile(abs, 0.9), abs[len(abs)-1]
 	for _, q := range names {
 		var e, s []float64
 		var qc []Case
@@ -660,7 +660,7 @@ func kindsSummary(names []string, cases []Case) *KindsSummary {
 		}
 	}
 	slices.Sort(abs)
-	k.MedianAbs, k.P90Abs, k.MaxAbs = quantile(abs, 0.5), quantile(abs, 0.9), abs[len(abs)-1]
+	k.MedianAbs, k.P90Abs, k.MaxAbs = stats.Quantile(abs, 0.5), stats.Quantile(abs, 0.9), abs[len(abs)-1]
 	for _, q := range names {
 		var e, s []float64
 		for _, c := range cases {
@@ -700,17 +700,6 @@ func sign(v float64) float64 {
 		return -1
 	}
 	return 0
-}
-
-// quantile of sorted values by linear interpolation between ranks.
-func quantile(sorted []float64, q float64) float64 {
-	if len(sorted) == 0 {
-		return math.NaN()
-	}
-	pos := q * float64(len(sorted)-1)
-	lo := int(math.Floor(pos))
-	hi := min(lo+1, len(sorted)-1)
-	return sorted[lo] + (sorted[hi]-sorted[lo])*(pos-float64(lo))
 }
 
 // WriteText prints the cases and the summary.

@@ -353,7 +353,7 @@ func TestDeviceProfiledScale(t *testing.T) {
 	const y = `
 launch: 1us
 ops:
-  filter: {fixed: 0s, bytes: 0, rows: 1e9}
+  filter: {fixed: 0s, bytes: 0, rows: 1G/s}
 profiled:
   %s: {op: filter, case: "q6 p0 filter", scale: 2.5}
 `

@@ -482,6 +482,117 @@ func (d *Device) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// MarshalYAML writes c as one flow mapping, byte rates as bandwidths
+// ("1.3TB/s") and row and term rates as counts ("30G/s"), zero terms left
+// out; UnmarshalYAML reads it back as exactly c.
+func (c OpCost) MarshalYAML() (any, error) {
+	var out struct {
+		Fixed       Duration `yaml:"fixed"`
+		ByteRate    Rate     `yaml:"bytes,omitempty"`
+		RowRate     string   `yaml:"rows,omitempty"`
+		TermRate    string   `yaml:"terms,omitempty"`
+		OutRate     Rate     `yaml:"out,omitempty"`
+		StrTermRate string   `yaml:"str_terms,omitempty"`
+		Miss        Duration `yaml:"miss,omitempty"`
+		Cache       Bytes    `yaml:"cache,omitempty"`
+	}
+	out.Fixed, out.ByteRate, out.OutRate, out.Miss, out.Cache = c.Fixed, c.ByteRate, c.OutRate, c.Miss, c.Cache
+	for _, f := range []struct {
+		r   Rate
+		dst *string
+	}{{c.RowRate, &out.RowRate}, {c.TermRate, &out.TermRate}, {c.StrTermRate, &out.StrTermRate}} {
+		if _, err := f.r.MarshalYAML(); err != nil {
+			return nil, err
+		}
+		if f.r != 0 {
+			*f.dst = f.r.FormatCount()
+		}
+	}
+	return flowNode(&out)
+}
+
+// MarshalYAML writes s as one flow mapping.
+func (s OpScale) MarshalYAML() (any, error) {
+	type plain OpScale
+	return flowNode(plain(s))
+}
+
+// MarshalYAML writes p as one flow mapping ({qd: 4, frac: 0.95}).
+func (p QDPoint) MarshalYAML() (any, error) {
+	type plain QDPoint
+	return flowNode(plain(p))
+}
+
+// flowNode encodes v as a node in flow style.
+func flowNode(v any) (*yaml.Node, error) {
+	var n yaml.Node
+	if err := n.Encode(v); err != nil {
+		return nil, err
+	}
+	n.Style = yaml.FlowStyle
+	return &n, nil
+}
+
+// MarshalYAML writes d in the layout UnmarshalYAML reads: launch,
+// reference (when measured), the operator kinds it prices in plan.OpKind
+// order, profiled operators by fingerprint, and fused. It reads back as
+// exactly d.
+func (d Device) MarshalYAML() (any, error) {
+	n := &yaml.Node{Kind: yaml.MappingNode}
+	add := func(key string, v any) error {
+		var val yaml.Node
+		if err := val.Encode(v); err != nil {
+			return fmt.Errorf("%s: %w", key, err)
+		}
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: key}, &val)
+		return nil
+	}
+	if err := add("launch", d.Launch); err != nil {
+		return nil, err
+	}
+	if d.Reference != 0 {
+		if err := add("reference", d.Reference); err != nil {
+			return nil, err
+		}
+	}
+	ops := &yaml.Node{Kind: yaml.MappingNode}
+	for k, c := range d.Ops {
+		if c == (OpCost{}) {
+			continue
+		}
+		var val yaml.Node
+		if err := val.Encode(c); err != nil {
+			return nil, fmt.Errorf("ops: %s: %w", plan.OpKind(k), err)
+		}
+		ops.Content = append(ops.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: plan.OpKind(k).String()}, &val)
+	}
+	if len(ops.Content) > 0 {
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "ops"}, ops)
+	}
+	if len(d.Profiled) > 0 {
+		keys := make([]string, 0, len(d.Profiled))
+		for k := range d.Profiled {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		prof := &yaml.Node{Kind: yaml.MappingNode}
+		for _, k := range keys {
+			var val yaml.Node
+			if err := val.Encode(d.Profiled[k]); err != nil {
+				return nil, fmt.Errorf("profiled: %s: %w", k, err)
+			}
+			prof.Content = append(prof.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: k, Style: yaml.DoubleQuotedStyle}, &val)
+		}
+		n.Content = append(n.Content, &yaml.Node{Kind: yaml.ScalarNode, Value: "profiled"}, prof)
+	}
+	if d.Fused != nil {
+		if err := add("fused", *d.Fused); err != nil {
+			return nil, err
+		}
+	}
+	return n, nil
+}
+
 // decodeStrict decodes n into v rejecting unknown keys (yaml.Node.Decode
 // does not honour KnownFields, so re-encode through a strict decoder would
 // lose lines; instead check the keys against v's yaml tags first).
@@ -557,7 +668,7 @@ type Storage struct {
 	Latency   Duration  `yaml:"latency"`
 	Request   Bytes     `yaml:"request"`
 	TaskQD    int       `yaml:"task_qd"`
-	Curve     []QDPoint `yaml:"qd_curve"`
+	Curve     []QDPoint `yaml:"qd_curve,omitempty"`
 	// DeviceQD is the most requests the reader keeps outstanding on the
 	// device over all read tasks (the engine's io_uring queue depth): a
 	// read task starts once its TaskRequests fit beside those of the tasks

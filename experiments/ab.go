@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"gostachio/internal/stats"
 )
 
 // ABConf is the confidence level of AB's intervals; ABSeed seeds its
@@ -174,7 +176,7 @@ func AB(results []Result, a, b string, w io.Writer, jsonOut bool) error {
 			return
 		}
 		gm, lo, hi := GeoMeanSpeedupCI(geo, ABConf, rng)
-		row := ABRow{Point: pt, Query: "geomean", NA: na, NB: nb, MedianA: geoMean(medA), MedianB: geoMean(medB),
+		row := ABRow{Point: pt, Query: "geomean", NA: na, NB: nb, MedianA: stats.GeoMean(medA), MedianB: stats.GeoMean(medB),
 			Speedup: gm, Lo: lo, Hi: hi}
 		if lo <= 1 && 1 <= hi {
 			row.Warnings = append(row.Warnings, WarnGeoOne)
@@ -231,14 +233,6 @@ func AB(results []Result, a, b string, w io.Writer, jsonOut bool) error {
 		return enc.Encode(rep)
 	}
 	return writeAB(w, &rep)
-}
-
-func geoMean(xs []float64) float64 {
-	s := 0.0
-	for _, x := range xs {
-		s += math.Log(x)
-	}
-	return math.Exp(s / float64(len(xs)))
 }
 
 // writeAB prints rep as a table, warnings as footnote marks.

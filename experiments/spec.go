@@ -224,27 +224,60 @@ func ParseSpec(path string) (*Spec, error) {
 	return parseSpec(path, data)
 }
 
+// parseSpec is ParseSpec of the file's bytes, in steps: the top-level
+// keys, the required ones, then the sweep, nodes, scale factors, the
+// backend's rules, queries and policies, each checking what it reads.
 func parseSpec(path string, data []byte) (*Spec, error) {
 	p := specParser{path: path}
 	sum := sha256.Sum256(data)
 	s := &Spec{Path: path, Hash: hex.EncodeToString(sum[:])[:12], Seed: 1}
+	root, err := p.document(data)
+	if err != nil {
+		return nil, err
+	}
+	at, err := p.topKeys(s, root)
+	if err != nil {
+		return nil, err
+	}
+	for _, step := range []func(*Spec, *specKeys) error{p.required, p.sweep, p.nodes, p.scaleFactors, p.backendRules, p.queries, p.policies} {
+		if err := step(s, at); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+// specKeys are the nodes of the keys whose values later steps read or
+// name in errors (nil: not given).
+type specKeys struct {
+	root                                                         *yaml.Node
+	nodes, sf, queries, policies, backend, dataset, jitter, axes *yaml.Node
+	haveReps                                                     bool
+}
+
+// document decodes data to the spec's top-level node, refusing YAML that
+// does not parse and an empty file.
+func (p specParser) document(data []byte) (*yaml.Node, error) {
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+		return nil, fmt.Errorf("%s: %w", p.path, err)
 	}
 	if doc.Kind != yaml.DocumentNode || len(doc.Content) == 0 {
-		return nil, fmt.Errorf("%s: empty spec", path)
+		return nil, fmt.Errorf("%s: empty spec", p.path)
 	}
-	root := doc.Content[0]
+	return doc.Content[0], nil
+}
+
+// topKeys reads the scalar keys into s and keeps the nodes of the rest
+// for the steps that need the whole spec to check them (a sweep may
+// move nodes and sf; sf depends on the backend). Unknown keys and keys
+// given twice are errors here, before any value is interpreted further.
+func (p specParser) topKeys(s *Spec, root *yaml.Node) (*specKeys, error) {
 	top, err := p.pairs(root, "the spec")
 	if err != nil {
 		return nil, err
 	}
-	var (
-		nodesAt, sfAt, queriesAt, policiesAt, backendAt, datasetAt, jitterAt *yaml.Node
-		sweep                                                                *yaml.Node
-		haveReps                                                             bool
-	)
+	at := &specKeys{root: root}
 	for _, kv := range top {
 		k, v := kv[0], kv[1]
 		switch k.Value {
@@ -253,17 +286,17 @@ func parseSpec(path string, data []byte) (*Spec, error) {
 				err = p.errf(v, "name %q: use letters, digits and ._+- only", s.Name)
 			}
 		case "backend":
-			backendAt = v
+			at.backend = v
 			if s.Backend, err = p.str(v, "backend"); err == nil && s.Backend != "sim" && s.Backend != "engine" {
 				err = p.errf(v, "unknown backend %q (want sim or engine)", s.Backend)
 			}
 		case "dataset":
-			datasetAt = v
+			at.dataset = v
 			if s.Dataset, err = p.str(v, "dataset"); err == nil && s.Dataset == "" {
 				err = p.errf(v, "dataset: empty folder name")
 			}
 		case "sf":
-			sfAt = v
+			at.sf = v
 		case "profile":
 			if s.Profile, err = p.str(v, "profile"); err == nil {
 				if _, perr := sim.LoadProfile(s.Profile); perr != nil {
@@ -271,15 +304,15 @@ func parseSpec(path string, data []byte) (*Spec, error) {
 				}
 			}
 		case "nodes":
-			nodesAt = v
+			at.nodes = v
 		case "queries":
-			queriesAt = v
+			at.queries = v
 		case "policies":
-			policiesAt = v
+			at.policies = v
 		case "sweep":
-			sweep = v
+			at.axes = v
 		case "reps":
-			haveReps = true
+			at.haveReps = true
 			if s.Reps, err = p.integer(v, "reps"); err == nil && s.Reps < 1 {
 				err = p.errf(v, "reps %d must be at least 1", s.Reps)
 			}
@@ -296,7 +329,7 @@ func parseSpec(path string, data []byte) (*Spec, error) {
 			}
 			s.Seed = seed
 		case "jitter":
-			jitterAt = v
+			at.jitter = v
 			if s.Jitter, err = p.float(v, "jitter"); err == nil && !(s.Jitter >= 0 && s.Jitter < 1) {
 				err = p.errf(v, "jitter %v must be in [0, 1)", s.Jitter)
 			}
@@ -307,19 +340,26 @@ func parseSpec(path string, data []byte) (*Spec, error) {
 			return nil, err
 		}
 	}
+	return at, nil
+}
+
+// required refuses a spec without backend, queries, policies or reps
+// (naming the spec's first line), and fills the defaults of name and
+// profile, which depend on the file and the backend.
+func (p specParser) required(s *Spec, at *specKeys) error {
 	if s.Name == "" {
-		s.Name = strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
+		s.Name = strings.TrimSuffix(filepath.Base(p.path), filepath.Ext(p.path))
 	}
-	missing := func(key string) error { return fmt.Errorf("%s line %d: missing key %q", path, root.Line, key) }
+	missing := func(key string) error { return fmt.Errorf("%s line %d: missing key %q", p.path, at.root.Line, key) }
 	switch {
-	case backendAt == nil:
-		return nil, missing("backend")
-	case queriesAt == nil:
-		return nil, missing("queries")
-	case policiesAt == nil:
-		return nil, missing("policies")
-	case !haveReps:
-		return nil, missing("reps")
+	case at.backend == nil:
+		return missing("backend")
+	case at.queries == nil:
+		return missing("queries")
+	case at.policies == nil:
+		return missing("policies")
+	case !at.haveReps:
+		return missing("reps")
 	}
 	if s.Profile == "" {
 		s.Profile = "dgx-a100"
@@ -327,76 +367,97 @@ func parseSpec(path string, data []byte) (*Spec, error) {
 			s.Profile = "devbox"
 		}
 	}
+	return nil
+}
 
-	// Axes given under sweep: knobs, or nodes / sf.
-	if sweep != nil {
-		pairs, err := p.pairs(sweep, "sweep")
-		if err != nil {
-			return nil, err
-		}
-		for _, kv := range pairs {
-			k, v := kv[0], kv[1]
-			switch name := k.Value; name {
-			case "nodes":
-				if nodesAt != nil {
-					return nil, p.errf(k, "nodes given twice (line %d and under sweep)", nodesAt.Line)
-				}
-				nodesAt = v
-				s.axes = append(s.axes, "nodes")
-			case "sf":
-				if sfAt != nil {
-					return nil, p.errf(k, "sf given twice (line %d and under sweep)", sfAt.Line)
-				}
-				sfAt = v
-				s.axes = append(s.axes, "sf")
-			default:
-				if !isKnob(name) {
-					return nil, p.errf(k, "sweep: unknown axis %q (a knob: %s; or nodes, sf)", name, knobList())
-				}
-				items, err := p.list(v, "sweep "+name)
-				if err != nil {
-					return nil, err
-				}
-				ax := Axis{Name: name}
-				for _, it := range items {
-					val, err := p.str(it, "sweep "+name)
-					if err != nil {
-						return nil, err
-					}
-					if !labelOK(val) {
-						return nil, p.errf(it, "sweep %s: value %q: use letters, digits and ._+- only", name, val)
-					}
-					if slices.Contains(ax.Values, val) {
-						return nil, p.errf(it, "sweep %s: value %q given twice", name, val)
-					}
-					var cfg scheduler.Config
-					if err := cfg.Set(name, val); err != nil {
-						return nil, p.errf(it, "%v", err)
-					}
-					ax.Values = append(ax.Values, val)
-				}
-				s.Sweep = append(s.Sweep, ax)
-				s.axes = append(s.axes, name)
+// sweep reads the axes given under sweep: knob axes, each value checked
+// by setting it on a scheduler.Config, or nodes and sf, moved to the keys
+// of those names (given at the top as well, they are an error).
+func (p specParser) sweep(s *Spec, at *specKeys) error {
+	if at.axes == nil {
+		return nil
+	}
+	pairs, err := p.pairs(at.axes, "sweep")
+	if err != nil {
+		return err
+	}
+	for _, kv := range pairs {
+		k, v := kv[0], kv[1]
+		switch name := k.Value; name {
+		case "nodes":
+			if at.nodes != nil {
+				return p.errf(k, "nodes given twice (line %d and under sweep)", at.nodes.Line)
 			}
+			at.nodes = v
+			s.axes = append(s.axes, "nodes")
+		case "sf":
+			if at.sf != nil {
+				return p.errf(k, "sf given twice (line %d and under sweep)", at.sf.Line)
+			}
+			at.sf = v
+			s.axes = append(s.axes, "sf")
+		default:
+			ax, err := p.knobAxis(k, v)
+			if err != nil {
+				return err
+			}
+			s.Sweep = append(s.Sweep, ax)
+			s.axes = append(s.axes, name)
 		}
 	}
+	return nil
+}
 
-	// Cluster sizes.
-	if nodesAt != nil {
-		items, err := p.list(nodesAt, "nodes")
+// knobAxis reads one knob axis of a sweep: a known knob and its values,
+// each usable in a run key and accepted by the knob, none twice.
+func (p specParser) knobAxis(k, v *yaml.Node) (Axis, error) {
+	name := k.Value
+	if !isKnob(name) {
+		return Axis{}, p.errf(k, "sweep: unknown axis %q (a knob: %s; or nodes, sf)", name, knobList())
+	}
+	items, err := p.list(v, "sweep "+name)
+	if err != nil {
+		return Axis{}, err
+	}
+	ax := Axis{Name: name}
+	for _, it := range items {
+		val, err := p.str(it, "sweep "+name)
 		if err != nil {
-			return nil, err
+			return Axis{}, err
+		}
+		if !labelOK(val) {
+			return Axis{}, p.errf(it, "sweep %s: value %q: use letters, digits and ._+- only", name, val)
+		}
+		if slices.Contains(ax.Values, val) {
+			return Axis{}, p.errf(it, "sweep %s: value %q given twice", name, val)
+		}
+		var cfg scheduler.Config
+		if err := cfg.Set(name, val); err != nil {
+			return Axis{}, p.errf(it, "%v", err)
+		}
+		ax.Values = append(ax.Values, val)
+	}
+	return ax, nil
+}
+
+// nodes reads the cluster sizes (default one node); several make the
+// axis "nodes".
+func (p specParser) nodes(s *Spec, at *specKeys) error {
+	if at.nodes != nil {
+		items, err := p.list(at.nodes, "nodes")
+		if err != nil {
+			return err
 		}
 		for _, it := range items {
 			n, err := p.integer(it, "nodes")
 			if err != nil {
-				return nil, err
+				return err
 			}
 			if n < 1 {
-				return nil, p.errf(it, "nodes %d must be at least 1", n)
+				return p.errf(it, "nodes %d must be at least 1", n)
 			}
 			if slices.Contains(s.Nodes, n) {
-				return nil, p.errf(it, "nodes %d given twice", n)
+				return p.errf(it, "nodes %d given twice", n)
 			}
 			s.Nodes = append(s.Nodes, n)
 		}
@@ -406,106 +467,127 @@ func parseSpec(path string, data []byte) (*Spec, error) {
 	if len(s.Nodes) > 1 && !slices.Contains(s.axes, "nodes") {
 		s.axes = append(s.axes, "nodes")
 	}
+	return nil
+}
 
-	// Size of the workload.
-	if sfAt != nil {
-		if s.Backend == "engine" {
-			return nil, p.errf(sfAt, "sf is for the sim backend; the engine runs on the dataset's scale factor")
-		}
-		if s.Dataset != "" {
-			return nil, p.errf(sfAt, "give either sf or dataset, not both")
-		}
-		items, err := p.list(sfAt, "sf")
-		if err != nil {
-			return nil, err
-		}
-		for _, it := range items {
-			f, err := p.float(it, "sf")
-			if err != nil {
-				return nil, err
-			}
-			if !(f > 0) || f > 1e6 {
-				return nil, p.errf(it, "sf %v must be a positive number (at most 1e6)", f)
-			}
-			if slices.Contains(s.SF, f) {
-				return nil, p.errf(it, "sf %v given twice", f)
-			}
-			s.SF = append(s.SF, f)
-		}
-		if len(s.SF) > 1 && !slices.Contains(s.axes, "sf") {
-			s.axes = append(s.axes, "sf")
-		}
+// scaleFactors reads the simulated scale factors, which only the sim
+// backend without a dataset takes; several make the axis "sf".
+func (p specParser) scaleFactors(s *Spec, at *specKeys) error {
+	if at.sf == nil {
+		return nil
 	}
+	if s.Backend == "engine" {
+		return p.errf(at.sf, "sf is for the sim backend; the engine runs on the dataset's scale factor")
+	}
+	if s.Dataset != "" {
+		return p.errf(at.sf, "give either sf or dataset, not both")
+	}
+	items, err := p.list(at.sf, "sf")
+	if err != nil {
+		return err
+	}
+	for _, it := range items {
+		f, err := p.float(it, "sf")
+		if err != nil {
+			return err
+		}
+		if !(f > 0) || f > 1e6 {
+			return p.errf(it, "sf %v must be a positive number (at most 1e6)", f)
+		}
+		if slices.Contains(s.SF, f) {
+			return p.errf(it, "sf %v given twice", f)
+		}
+		s.SF = append(s.SF, f)
+	}
+	if len(s.SF) > 1 && !slices.Contains(s.axes, "sf") {
+		s.axes = append(s.axes, "sf")
+	}
+	return nil
+}
+
+// backendRules checks what each backend needs and refuses: the engine
+// runs on one node of a dataset without jitter; the simulator needs a
+// scale factor or a dataset, not both.
+func (p specParser) backendRules(s *Spec, at *specKeys) error {
 	switch s.Backend {
 	case "engine":
 		if s.Dataset == "" {
-			return nil, fmt.Errorf("%s line %d: the engine backend needs a dataset folder (key \"dataset\")", path, backendAt.Line)
+			return fmt.Errorf("%s line %d: the engine backend needs a dataset folder (key \"dataset\")", p.path, at.backend.Line)
 		}
 		if len(s.Nodes) != 1 || s.Nodes[0] != 1 {
-			return nil, p.errf(nodesAt, "the engine backend runs on one node (nodes: 1)")
+			return p.errf(at.nodes, "the engine backend runs on one node (nodes: 1)")
 		}
-		if jitterAt != nil {
-			return nil, p.errf(jitterAt, "jitter is for the sim backend (the engine varies by itself)")
+		if at.jitter != nil {
+			return p.errf(at.jitter, "jitter is for the sim backend (the engine varies by itself)")
 		}
 	case "sim":
 		if s.Dataset == "" && len(s.SF) == 0 {
-			return nil, fmt.Errorf("%s line %d: the sim backend needs sf (a scale factor) or a dataset folder", path, backendAt.Line)
+			return fmt.Errorf("%s line %d: the sim backend needs sf (a scale factor) or a dataset folder", p.path, at.backend.Line)
 		}
 	}
-	if datasetAt != nil && s.Dataset != "" && len(s.SF) > 0 {
-		return nil, p.errf(datasetAt, "give either sf or dataset, not both")
+	if at.dataset != nil && s.Dataset != "" && len(s.SF) > 0 {
+		return p.errf(at.dataset, "give either sf or dataset, not both")
 	}
+	return nil
+}
 
-	// Queries.
-	if queriesAt.Kind == yaml.ScalarNode && strings.TrimSpace(queriesAt.Value) == "all" {
+// queries reads the TPC-H queries: "all", or a list of known names,
+// none twice.
+func (p specParser) queries(s *Spec, at *specKeys) error {
+	if at.queries.Kind == yaml.ScalarNode && strings.TrimSpace(at.queries.Value) == "all" {
 		s.Queries = queries.Names()
-	} else {
-		items, err := p.list(queriesAt, "queries")
+		return nil
+	}
+	items, err := p.list(at.queries, "queries")
+	if err != nil {
+		return err
+	}
+	known := queries.Names()
+	for _, it := range items {
+		q, err := p.str(it, "queries")
 		if err != nil {
-			return nil, err
+			return err
 		}
-		known := queries.Names()
-		for _, it := range items {
-			q, err := p.str(it, "queries")
-			if err != nil {
-				return nil, err
-			}
-			if !slices.Contains(known, q) {
-				return nil, p.errf(it, "unknown query %q (have q1..q22, or all)", q)
-			}
-			if slices.Contains(s.Queries, q) {
-				return nil, p.errf(it, "query %q given twice", q)
-			}
-			s.Queries = append(s.Queries, q)
+		if !slices.Contains(known, q) {
+			return p.errf(it, "unknown query %q (have q1..q22, or all)", q)
 		}
+		if slices.Contains(s.Queries, q) {
+			return p.errf(it, "query %q given twice", q)
+		}
+		s.Queries = append(s.Queries, q)
 	}
+	return nil
+}
 
-	// Policies.
-	if policiesAt.Kind != yaml.SequenceNode || len(policiesAt.Content) == 0 {
-		return nil, p.errf(policiesAt, "policies must be a list of policies")
+// policies reads the alternatives compared, each under its own label,
+// and builds every one with every knob value of the sweep, so that a
+// combination the scheduler refuses is an error here and not in the
+// middle of a run.
+func (p specParser) policies(s *Spec, at *specKeys) error {
+	if at.policies.Kind != yaml.SequenceNode || len(at.policies.Content) == 0 {
+		return p.errf(at.policies, "policies must be a list of policies")
 	}
-	for _, it := range policiesAt.Content {
+	for _, it := range at.policies.Content {
 		ps, err := p.policy(it)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if slices.ContainsFunc(s.Policies, func(o PolicySpec) bool { return o.Name == ps.Name }) {
-			return nil, p.errf(it, "policy label %q given twice (give each alternative its own name)", ps.Name)
+			return p.errf(it, "policy label %q given twice (give each alternative its own name)", ps.Name)
 		}
-		// Build the policy with every knob value of the sweep.
 		if _, err := scheduler.NewPolicy(ps.Policy, ps.Set); err != nil {
-			return nil, p.errf(it, "%v", err)
+			return p.errf(it, "%v", err)
 		}
 		for _, ax := range s.Sweep {
 			for _, v := range ax.Values {
 				if _, err := scheduler.NewPolicy(ps.Policy, mergeSet(ps.Set, [][2]string{{ax.Name, v}})); err != nil {
-					return nil, p.errf(it, "with sweep %s=%s: %v", ax.Name, v, err)
+					return p.errf(it, "with sweep %s=%s: %v", ax.Name, v, err)
 				}
 			}
 		}
 		s.Policies = append(s.Policies, ps)
 	}
-	return s, nil
+	return nil
 }
 
 // policy parses one entry of policies: a bare policy name or a mapping

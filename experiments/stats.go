@@ -65,7 +65,10 @@ func (r *resampler) median(rng *rand.Rand) float64 {
 }
 
 // percentile returns the p-quantile (0 ≤ p ≤ 1) of sorted s by linear
-// interpolation between order statistics.
+// interpolation between order statistics: stats.Quantile's formula,
+// written s[i]·(1−f) + s[i+1]·f, which rounds differently in the last
+// bit; the bootstrap intervals keep it so that their bounds stay as
+// published.
 func percentile(s []float64, p float64) float64 {
 	if len(s) == 1 {
 		return s[0]

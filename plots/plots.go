@@ -237,21 +237,6 @@ func digitRun(s string) int {
 // median is experiments.Median (NaN for no values).
 var median = experiments.Median
 
-// geomean of positive xs (NaN if empty or any is not positive).
-func geomean(xs []float64) float64 {
-	if len(xs) == 0 {
-		return math.NaN()
-	}
-	var s float64
-	for _, x := range xs {
-		if !(x > 0) {
-			return math.NaN()
-		}
-		s += math.Log(x)
-	}
-	return math.Exp(s / float64(len(xs)))
-}
-
 // palette is the Okabe-Ito colour-blind-safe palette, most distinct first.
 var palette = []color.Color{
 	rgb(0x0072B2), rgb(0xE69F00), rgb(0x009E73), rgb(0xD55E00),

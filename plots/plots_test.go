@@ -18,6 +18,7 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"gostachio/experiments"
+	"gostachio/internal/stats"
 	"gostachio/traces"
 	"gostachio/traces/event"
 )
@@ -342,7 +343,7 @@ func TestSpeedupValues(t *testing.T) {
 		for qi := range tab.queries {
 			ms = append(ms, tab.cells[qi][vi].med)
 		}
-		if g, c := geomean(ms), tab.geo[vi]; math.Abs(g-c.med) > 1e-12 || c.lo > c.med || c.hi < c.med {
+		if g, c := stats.GeoMean(ms), tab.geo[vi]; math.Abs(g-c.med) > 1e-12 || c.lo > c.med || c.hi < c.med {
 			t.Errorf("geomean %+v, want %v", c, g)
 		}
 	}

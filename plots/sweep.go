@@ -14,6 +14,7 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 
 	"gostachio/experiments"
+	"gostachio/internal/stats"
 	"gostachio/internal/units"
 )
 
@@ -185,7 +186,7 @@ func sweepTable(results []experiments.Result, axis string) (sweepAxis, []sweepSe
 				if len(meds) < len(queries) {
 					continue
 				}
-				pt.y = geomean(meds)
+				pt.y = stats.GeoMean(meds)
 				if pt.y != pt.y {
 					continue
 				}

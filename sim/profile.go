@@ -286,9 +286,54 @@ func ParseProfile(src string, data []byte) (*Profile, error) {
 		return nil, fmt.Errorf("sim: profile %s: %w", src, err)
 	}
 	if err := p.Validate(); err != nil {
-		return nil, fmt.Errorf("sim: profile %s: %w", src, err)
+		return nil, fmt.Errorf("sim: profile %s: %w", src, withLine(data, err))
 	}
 	return &p, nil
+}
+
+// fieldError is a Validate error about one field, named by its keys'
+// path ("nic.bandwidth"), so that ParseProfile can give its line.
+type fieldError struct {
+	path string
+	msg  string
+}
+
+func (e *fieldError) Error() string { return e.path + " " + e.msg }
+
+// withLine prefixes a fieldError with the line of its field in data
+// (the profile's text); other errors, and fields data lacks, pass as
+// they are.
+func withLine(data []byte, err error) error {
+	var fe *fieldError
+	if !errors.As(err, &fe) {
+		return err
+	}
+	var doc yaml.Node
+	if yaml.Unmarshal(data, &doc) != nil || len(doc.Content) == 0 {
+		return err
+	}
+	n := doc.Content[0]
+	for _, key := range strings.Split(fe.path, ".") {
+		var next *yaml.Node
+		for i := 0; n.Kind == yaml.MappingNode && i+1 < len(n.Content); i += 2 {
+			if n.Content[i].Value == key {
+				next = n.Content[i+1]
+			}
+		}
+		if next == nil {
+			return err
+		}
+		n = next
+	}
+	return fmt.Errorf("line %d: %w", n.Line, err)
+}
+
+// positiveRate refuses a rate that is not a finite positive number.
+func positiveRate(path string, r costmodel.Rate) error {
+	if !(r > 0) || math.IsInf(float64(r), 0) {
+		return &fieldError{path, fmt.Sprintf("%g B/s must be positive and finite", float64(r))}
+	}
+	return nil
 }
 
 // Validate reports a profile the simulator cannot build.
@@ -330,12 +375,22 @@ func (p *Profile) Validate() error {
 		return fmt.Errorf("node.gpu_scans_only needs kernels on the GPU (no kernels_on_host) and a positive kernel_threads for the host's kernels")
 	case n.CPUSlots < 0 || (n.CPUSlots > 0 && !n.KernelsOnHost):
 		return fmt.Errorf("node.cpu_slots %d: want 0, or a positive count with kernels_on_host", n.CPUSlots)
-	case n.DeviceMemory <= 0 || n.PinnedMemory <= 0:
-		return fmt.Errorf("node.device_memory and node.pinned_memory must be positive")
-	case p.PCIe.H2D <= 0 || p.PCIe.D2H <= 0:
-		return fmt.Errorf("pcie.h2d and pcie.d2h must be positive")
-	case p.NIC.Bandwidth <= 0:
-		return fmt.Errorf("nic.bandwidth must be positive")
+	case n.DeviceMemory <= 0:
+		return &fieldError{"node.device_memory", "must be positive"}
+	case n.PinnedMemory <= 0:
+		return &fieldError{"node.pinned_memory", "must be positive"}
+	}
+	for _, r := range []struct {
+		path string
+		r    costmodel.Rate
+	}{{"nvme.bandwidth", p.NVMe.Bandwidth}, {"pcie.h2d", p.PCIe.H2D}, {"pcie.d2h", p.PCIe.D2H}, {"nic.bandwidth", p.NIC.Bandwidth}} {
+		if err := positiveRate(r.path, r.r); err != nil {
+			return err
+		}
+	}
+	switch {
+	case p.NICLineRate != 0 && positiveRate("nic_line_rate", p.NICLineRate) != nil:
+		return positiveRate("nic_line_rate", p.NICLineRate)
 	case p.NICLineRate != 0 && !(p.NICLineRate >= p.NIC.Bandwidth):
 		return fmt.Errorf("nic_line_rate %g below nic.bandwidth %g: a port that transfers do not converge on moves at least as fast as one they do", float64(p.NICLineRate), float64(p.NIC.Bandwidth))
 	case p.Switch.Oversubscription < 0:
@@ -344,8 +399,8 @@ func (p *Profile) Validate() error {
 	switch p.Intra.Path {
 	case "nic":
 	case "nvlink":
-		if p.Intra.Bandwidth <= 0 {
-			return fmt.Errorf("intra_node.bandwidth must be positive for path nvlink")
+		if err := positiveRate("intra_node.bandwidth", p.Intra.Bandwidth); err != nil {
+			return fmt.Errorf("%w for path nvlink", err)
 		}
 	default:
 		return fmt.Errorf("intra_node.path %q: want nvlink or nic", p.Intra.Path)

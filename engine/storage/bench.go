@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"gostachio/engine/storage/alloc"
+	"gostachio/internal/stats"
 )
 
 // BenchOptions are the flags of `gostachio bench io`.
@@ -65,20 +66,20 @@ type BenchRound struct {
 // ratios (not ratios of medians), summarized with their 95% intervals in RatioGBpsStats and
 // RatioIOPSStats. Warmup is the untimed pass over the file that precedes the rounds.
 type BenchReport struct {
-	File           string       `json:"file"`
-	FileSize       int64        `json:"file_size"`
-	Pattern        string       `json:"pattern"`
-	BlockSize      int64        `json:"block_size"`
-	QD             int          `json:"qd"`
-	Seed           uint64       `json:"seed"`
-	Warmup         *BenchResult `json:"warmup,omitempty"`
-	Ours           BenchResult  `json:"gostachio"`
-	Fio            *BenchResult `json:"fio,omitempty"`
-	RatioGBps      float64      `json:"ratio_gbps,omitempty"` // ours / fio, median over rounds
-	RatioIOPS      float64      `json:"ratio_iops,omitempty"`
-	Rounds         []BenchRound `json:"rounds,omitempty"`
-	RatioGBpsStats *MedianCI    `json:"ratio_gbps_stats,omitempty"`
-	RatioIOPSStats *MedianCI    `json:"ratio_iops_stats,omitempty"`
+	File           string          `json:"file"`
+	FileSize       int64           `json:"file_size"`
+	Pattern        string          `json:"pattern"`
+	BlockSize      int64           `json:"block_size"`
+	QD             int             `json:"qd"`
+	Seed           uint64          `json:"seed"`
+	Warmup         *BenchResult    `json:"warmup,omitempty"`
+	Ours           BenchResult     `json:"gostachio"`
+	Fio            *BenchResult    `json:"fio,omitempty"`
+	RatioGBps      float64         `json:"ratio_gbps,omitempty"` // ours / fio, median over rounds
+	RatioIOPS      float64         `json:"ratio_iops,omitempty"`
+	Rounds         []BenchRound    `json:"rounds,omitempty"`
+	RatioGBpsStats *stats.MedianCI `json:"ratio_gbps_stats,omitempty"`
+	RatioIOPSStats *stats.MedianCI `json:"ratio_iops_stats,omitempty"`
 }
 
 // BenchIO implements `gostachio bench io`: O_DIRECT reads of one file at a fixed depth and block
@@ -87,7 +88,7 @@ type BenchReport struct {
 // duration (io_uring engine) the way Abedi & Brecht (ICPE'17) ask for on noisy machines: first an
 // untimed warm-up that reads the file once (so both sides start from the same host-cache state),
 // then Rounds rounds, each running the two sides back to back in an order drawn from Seed, and
-// the median of the per-round ratios with its nonparametric 95% interval (MedianCI). Progress
+// the median of the per-round ratios with its nonparametric 95% interval (stats.MedianCI). Progress
 // lines go to stderr, the report to stdout.
 func BenchIO(ctx context.Context, opts BenchOptions, stdout, stderr io.Writer) error {
 	if err := opts.fill(); err != nil {
@@ -165,7 +166,7 @@ func benchRounds(ctx context.Context, opts BenchOptions, path string, size int64
 	rep.Ours = medianResult(ours)
 	f := medianResult(fios)
 	rep.Fio = &f
-	gs, is := medianCI(rg), medianCI(ri)
+	gs, is := stats.MedianNormalCI(rg), stats.MedianNormalCI(ri)
 	rep.RatioGBpsStats, rep.RatioIOPSStats = &gs, &is
 	rep.RatioGBps, rep.RatioIOPS = gs.Median, is.Median
 	return nil
@@ -189,7 +190,7 @@ func medianResult(rs []BenchResult) BenchResult {
 		for i, r := range rs {
 			xs[i] = get(r)
 		}
-		return medianCI(xs).Median
+		return stats.MedianNormalCI(xs).Median
 	}
 	for _, r := range rs {
 		out.Seconds += r.Seconds
@@ -227,7 +228,7 @@ func writeBenchText(w io.Writer, rep *BenchReport) {
 	fmt.Fprintf(w, "  medians over rounds:\n")
 	line(rep.Ours.Tool, rep.Ours)
 	line(rep.Fio.Tool, *rep.Fio)
-	stat := func(name string, m *MedianCI) {
+	stat := func(name string, m *stats.MedianCI) {
 		if m.CI {
 			fmt.Fprintf(w, "  ratio gostachio/fio (%s): median %.3f, 95%% CI [%.3f, %.3f] (ranks %d and %d of %d)\n", name, m.Median, m.Lo, m.Hi, m.LoRank, m.HiRank, m.N)
 			return
@@ -400,7 +401,7 @@ func benchOurs(ctx context.Context, opts BenchOptions, path string, size, stopBy
 	slices.Sort(lat)
 	return BenchResult{Tool: "gostachio", IO: r.Backend(), Seconds: secs, Bytes: total,
 		GBps: float64(total) / secs / 1e9, IOPS: float64(len(lat)) / secs,
-		P50us: percentile(lat, 0.50).Seconds() * 1e6, P99us: percentile(lat, 0.99).Seconds() * 1e6}, nil
+		P50us: stats.NearestRank(lat, 0.50).Seconds() * 1e6, P99us: stats.NearestRank(lat, 0.99).Seconds() * 1e6}, nil
 }
 
 func cmpOr(a, b error) error {
@@ -408,13 +409,4 @@ func cmpOr(a, b error) error {
 		return a
 	}
 	return b
-}
-
-// percentile of sorted durations by the nearest-rank method (⌈p·n⌉-th smallest).
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	k := int(p*float64(len(sorted))+0.999999999) - 1
-	return sorted[min(max(k, 0), len(sorted)-1)]
 }

@@ -14,7 +14,7 @@ import (
 //
 // whatever the distribution (continuous, independent runs). l is the
 // largest rank whose coverage still reaches the level asked for. This is
-// the exact form of the normal approximation engine/storage.MedianCI uses, symmetric in
+// the exact form of the normal approximation MedianCI uses, symmetric in
 // the ranks, and it exists from n = 6 on at 95% (from n = 8 with the
 // approximation).
 type MedianInterval struct {

@@ -1,4 +1,4 @@
-package storage
+package stats
 
 import (
 	"math"
@@ -39,7 +39,7 @@ func TestMedianCI(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			in := append([]float64(nil), tc.xs...)
-			got := medianCI(tc.xs)
+			got := MedianNormalCI(tc.xs)
 			if math.Abs(got.Median-tc.want.Median) > 1e-12 {
 				t.Errorf("median %v want %v", got.Median, tc.want.Median)
 			}
