@@ -22,6 +22,7 @@ import (
 	ecluster "gostachio/engine/cluster"
 	"gostachio/internal/diskref"
 	"gostachio/internal/stats"
+	"gostachio/costmodel"
 	"gostachio/sim"
 )
 
@@ -369,140 +370,125 @@ type Derivation struct {
 // one-process CPU.
 var DefaultColocationExempt = []string{"agg-partial", "agg-final"}
 
-// DeriveProfile rewrites a profile's YAML for an emulated cluster of this
-// machine: every node gets d.Devices devices and the link's NIC bandwidth
-// (its TCP payload rate, TCPPayloadShare, times d.FabricEfficiency) and
-// latency, and the nodes are marked node.shared_machine with host_cores
-// the machine's d.Cores (capped by the profile's): the workers are
-// processes of this machine sharing its cores and its disk, which the
-// simulator then shares among the nodes' tasks as the operating system
-// does (a worker waiting on the network leaves its share to the others).
-// d.Colocation becomes node.colocation with node.colocation_kernels =
-// nodes·devices: the simulated host keeps its full cores while no more
-// kernels than cores run and loses throughput only past that
-// (sim.NodeSpec.Colocation). The engine's TCP data plane sends the frames
-// from one worker to another in turn over one connection, so the nodes get
-// node.ordered_sends. d.NetCPUCost becomes node.net_cpu_cost. Only the
-// lines of those fields change (shared_machine, ordered_sends,
-// net_cpu_cost and the colocation lines are added after host_cores; such
-// lines already in src are replaced); comments say what was done. src's
-// node.corun (what cores computing at once take from each other in one
-// process) is left out, with a comment: the co-location measured at
-// launch stands for all that the workers lose sharing the machine. With
-// both, the simulator over-predicted the 1 Gbit/s launches of 2026-11-26
-// on this 2-core machine (q3 +14% and +26%, 3 of 8 cases within 10%,
-// against 6 of 8 for the same runs without corun; README).
+// DeriveProfile derives from the profile src (YAML) the profile of an
+// emulated cluster of this machine, and returns it as YAML written from the
+// typed profile (sim.MarshalProfile), headed by comments that say where
+// each derived value comes from. Every node gets d.Devices devices and the
+// link's NIC bandwidth (its TCP payload rate, TCPPayloadShare, times
+// d.FabricEfficiency) and latency, and the nodes are marked
+// node.shared_machine with host_cores the machine's d.Cores (capped by the
+// profile's): the workers are processes of this machine sharing its cores
+// and its disk, which the simulator then shares among the nodes' tasks as
+// the operating system does (a worker waiting on the network leaves its
+// share to the others). d.Colocation becomes node.colocation with
+// node.colocation_kernels = nodes·devices where more kernels than cores
+// run: the simulated host keeps its full cores while no more kernels than
+// cores run and loses throughput only past that (sim.NodeSpec.Colocation).
+// The engine's TCP data plane sends the frames from one worker to another
+// in turn over one connection, so the nodes get node.ordered_sends.
+// d.NetCPUCost becomes node.net_cpu_cost, d.CPUTax node.cpu_tax. The
+// link's ports become nic_line_rate and, where two TCP windows can fill a
+// port's queue, nic_port (lossyPort). src's node.corun (what cores
+// computing at once take from each other in one process) is left out: the
+// co-location measured at launch stands for all that the workers lose
+// sharing the machine. With both, the simulator over-predicted the 1
+// Gbit/s launches of 2026-11-26 on the 2-core development VM (q3 +14% and
+// +26%, 3 of 8 cases within 10%, against 6 of 8 for the same runs without
+// corun). Deriving a derived profile again with the same d gives the same
+// bytes.
 func DeriveProfile(src []byte, d Derivation) ([]byte, error) {
+	p, notes, err := deriveProfile(src, d)
+	if err != nil {
+		return nil, err
+	}
+	return sim.MarshalProfile(p, strings.Join(notes, "\n"))
+}
+
+// deriveProfile is DeriveProfile's typed profile and the notes of its
+// header, one per derived value.
+func deriveProfile(src []byte, d Derivation) (*sim.Profile, []string, error) {
 	nodes, devices, cores, link, efficiency, netCost := d.Nodes, d.Devices, d.Cores, d.Link, d.Colocation, d.NetCPUCost
 	if nodes < 1 || devices < 1 || cores < 1 || link.Rate <= 0 {
-		return nil, fmt.Errorf("cluster: derive profile: need nodes, devices, cores >= 1 and a link rate")
+		return nil, nil, fmt.Errorf("cluster: derive profile: need nodes, devices, cores >= 1 and a link rate")
 	}
 	if !(efficiency > 0 && efficiency <= 1) {
-		return nil, fmt.Errorf("cluster: derive profile: co-location efficiency %v outside (0, 1]", efficiency)
+		return nil, nil, fmt.Errorf("cluster: derive profile: co-location efficiency %v outside (0, 1]", efficiency)
 	}
 	if !(netCost >= 0) || math.IsInf(netCost, 0) {
-		return nil, fmt.Errorf("cluster: derive profile: network CPU cost %v ns/B: want a finite number, 0 or more", netCost)
+		return nil, nil, fmt.Errorf("cluster: derive profile: network CPU cost %v ns/B: want a finite number, 0 or more", netCost)
 	}
 	if !(d.CPUTax >= 0) || d.CPUTax >= float64(cores) {
-		return nil, fmt.Errorf("cluster: derive profile: cpu tax %v cores: want 0 or more, under the machine's %d", d.CPUTax, cores)
+		return nil, nil, fmt.Errorf("cluster: derive profile: cpu tax %v cores: want 0 or more, under the machine's %d", d.CPUTax, cores)
 	}
 	fabric := d.FabricEfficiency
 	if fabric == 0 {
 		fabric = 1
 	}
 	if !(fabric > 0 && fabric <= 1) {
-		return nil, fmt.Errorf("cluster: derive profile: fabric efficiency %v outside (0, 1]", d.FabricEfficiency)
+		return nil, nil, fmt.Errorf("cluster: derive profile: fabric efficiency %v outside (0, 1]", d.FabricEfficiency)
 	}
-	var out bytes.Buffer
-	section := ""
-	seen := map[string]bool{}
-	lines := strings.Split(string(src), "\n")
-	for _, line := range lines {
-		if len(line) > 0 && line[0] != ' ' && line[0] != '#' {
-			section, _, _ = strings.Cut(line, ":")
-		}
-		if section == "nic_line_rate" || section == "nic_port" {
-			continue // the cluster's fabric replaces them (the link's ports)
-		}
-		key, val, ok := strings.Cut(strings.TrimSpace(line), ":")
-		indented := strings.HasPrefix(line, "  ") && !strings.HasPrefix(line, "   ")
-		extra := ""
-		if ok && indented && section == "node" && key == "corun" {
-			val, _, _ = strings.Cut(strings.TrimSpace(val), "#")
-			fmt.Fprintf(&out, "  # corun: %s left out: the co-location measured on this machine stands for all the workers lose sharing it\n", strings.TrimSpace(val))
-			continue
-		}
-		if ok && indented && section == "node" && (key == "shared_machine" || key == "colocation" || key == "colocation_kernels" || key == "colocation_exempt" || key == "ordered_sends" || key == "net_cpu_cost" || key == "cpu_tax") {
-			continue // written after host_cores
-		}
-		if ok && indented {
-			val, _, _ = strings.Cut(strings.TrimSpace(val), "#")
-			val = strings.TrimSpace(val)
-			set := func(v, why string) {
-				line = fmt.Sprintf("  %s: %s  # %s", key, v, why)
-				seen[section+"."+key] = true
-			}
-			sharedWhy := fmt.Sprintf("%d workers are processes of this machine: its cores and disk are shared", nodes)
-			switch section + "." + key {
-			case "node.gpus":
-				set(strconv.Itoa(devices), "engine --devices per worker")
-			case "node.host_cores":
-				f, err := strconv.ParseFloat(val, 64)
-				if err != nil {
-					return nil, fmt.Errorf("cluster: derive profile: host_cores %q", val)
-				}
-				hc := min(f, float64(cores))
-				set(strconv.FormatFloat(hc, 'g', 4, 64), fmt.Sprintf("this machine's %d cores, shared by the %d workers", cores, nodes))
-				more := []string{"  shared_machine: true  # " + sharedWhy}
-				seen["node.shared_machine"] = true
-				more = append(more, "  ordered_sends: true  # the engine's TCP data plane: one connection per pair of workers, frames in turn")
-				if netCost > 0 {
-					more = append(more, fmt.Sprintf("  net_cpu_cost: %s  # the TCP stack's CPU: ns of a core per byte at each end, over --link %s", strconv.FormatFloat(netCost, 'g', 4, 64), link))
-				}
-				if d.CPUTax > 0 {
-					more = append(more, fmt.Sprintf("  cpu_tax: %s  # measured: the workers' CPU time less one process's on the same queries, per second of their runs", strconv.FormatFloat(d.CPUTax, 'g', 4, 64)))
-				}
-				if k := nodes * devices; efficiency < 1 && float64(k) > hc {
-					more = append(more,
-						fmt.Sprintf("  colocation: %s  # measured: %d threads of work in %d processes did this share of one process's throughput", strconv.FormatFloat(efficiency, 'g', 4, 64), k, nodes),
-						fmt.Sprintf("  colocation_kernels: %d  # the workers' kernels at once (%d x --devices %d)", k, nodes, devices))
-					if len(d.ColocationExempt) > 0 {
-						more = append(more, fmt.Sprintf("  colocation_exempt: [%s]  # kinds whose thread CPU on the emulated cluster was their one-process CPU", strings.Join(d.ColocationExempt, ", ")))
-					}
-				}
-				extra = strings.Join(more, "\n")
-			case "nic.bandwidth":
-				why := "the TCP payload rate of --link " + link.String() + " (x 1448/1514)"
-				if fabric < 1 {
-					why += fmt.Sprintf(" x %.3f, the share of it a port moved in all-to-all bursts", fabric)
-				}
-				set(strconv.FormatFloat(math.Round(float64(link.Rate)/8*TCPPayloadShare*fabric), 'f', 0, 64), why)
-			case "nic.latency":
-				lat, why := d.Latency, "measured on the veth path (delay not emulated)"
-				if link.Delay > 0 && d.Latency == 0 {
-					lat, why = 2*link.Delay, "the --link delay on both veths"
-				}
-				set(fmt.Sprintf("%dns", lat.Nanoseconds()), why)
-			}
-		}
-		out.WriteString(line)
-		out.WriteByte('\n')
-		if extra != "" {
-			out.WriteString(extra)
-			out.WriteByte('\n')
+	p, err := sim.ParseProfile("the source profile", src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: derive profile: %w", err)
+	}
+	var notes []string
+	note := func(format string, args ...any) { notes = append(notes, fmt.Sprintf(format, args...)) }
+	note("Derived by `gostachio cluster bench-sim` for %d emulated workers of %d device(s) on this machine, over --link %s.", nodes, devices, link)
+	if !strings.HasPrefix(p.Name, "netns-") {
+		p.Name = "netns-" + p.Name
+	}
+	n := &p.Node
+	n.GPUs = devices
+	n.HostCores = min(n.HostCores, float64(cores))
+	note("node.host_cores %g: this machine's %d cores, shared by the %d workers (node.shared_machine)", n.HostCores, cores, nodes)
+	n.SharedMachine = true
+	n.OrderedSends = true
+	note("node.ordered_sends: the engine's TCP data plane, one connection per pair of workers, frames in turn")
+	// Noted whether or not src has one, so that deriving a derived
+	// profile again gives the same bytes.
+	note("node.corun left out: the co-location measured on this machine stands for all the workers lose sharing it")
+	n.Corun = 0
+	n.NetCPUCost = netCost
+	if netCost > 0 {
+		note("node.net_cpu_cost %s: the TCP stack's CPU, ns of a core per byte at each end, measured over --link %s", strconv.FormatFloat(netCost, 'g', 4, 64), link)
+	}
+	n.CPUTax = d.CPUTax
+	if d.CPUTax > 0 {
+		note("node.cpu_tax %s: measured, the workers' CPU time less one process's on the same queries, per second of their runs", strconv.FormatFloat(d.CPUTax, 'g', 4, 64))
+	}
+	n.Colocation, n.ColocationKernels, n.ColocationExempt = 0, 0, nil
+	if k := nodes * devices; efficiency < 1 && float64(k) > n.HostCores {
+		n.Colocation, n.ColocationKernels = efficiency, k
+		note("node.colocation %s at node.colocation_kernels %d: measured, %d threads of work in %d processes did this share of one process's throughput",
+			strconv.FormatFloat(efficiency, 'g', 4, 64), k, k, nodes)
+		if len(d.ColocationExempt) > 0 {
+			n.ColocationExempt = append([]string(nil), d.ColocationExempt...)
+			note("node.colocation_exempt [%s]: kinds whose thread CPU on the emulated cluster was their one-process CPU", strings.Join(d.ColocationExempt, ", "))
 		}
 	}
-	for _, k := range []string{"node.gpus", "node.host_cores", "node.shared_machine", "nic.bandwidth", "nic.latency"} {
-		if !seen[k] {
-			return nil, fmt.Errorf("cluster: derive profile: no %s in the profile", k)
-		}
+	payload := float64(link.Rate) / 8 * TCPPayloadShare
+	p.NIC.Bandwidth = costmodel.Rate(math.Round(payload * fabric))
+	why := "nic.bandwidth: the TCP payload rate of --link " + link.String() + " (x 1448/1514)"
+	if fabric < 1 {
+		why += fmt.Sprintf(" x %.3f, the share of it a port moved in all-to-all bursts", fabric)
 	}
-	res := bytes.TrimRight(out.Bytes(), "\n")
-	res = append(append(res, '\n'), lineRateYAML(link)...)
-	if port, ok := lossyPort(link, nodes); ok {
-		res = append(append(res, '\n'), port...)
+	note("%s", why)
+	lat := d.Latency
+	if link.Delay > 0 && d.Latency == 0 {
+		lat = 2 * link.Delay
+		note("nic.latency: the --link delay on both veths")
+	} else {
+		note("nic.latency: measured on the veth path (the delay is not emulated)")
 	}
-	return res, nil
+	p.NIC.Latency = costmodel.Duration(lat.Nanoseconds())
+	p.NICLineRate = costmodel.Rate(math.Round(payload))
+	note("nic_line_rate is the TCP payload rate of --link %s: every egress port, and an ingress port one transfer enters alone (nic.bandwidth: more)", link)
+	p.NICPort = nil
+	if port, why, ok := lossyPort(link, nodes); ok {
+		p.NICPort = port
+		note("%s", why)
+	}
+	return p, notes, nil
 }
 
 // BenchSim runs the comparison and prints a table on w (notices on log).
@@ -1024,20 +1010,21 @@ func variantProfile(src []byte, o SimBenchOptions, d Derivation, pattern string)
 	return writeTempProfile(pattern, p)
 }
 
-// writeDerivedProfile writes bench-sim's profile for d as YAML, and
-// parses it as it would be read from o.ProfileOut: src's lines edited by
-// DeriveProfile, headed by a comment naming o.Profile and named
-// netns-NAME. It is the one place bench-sim makes a profile's text; the
-// callers write it to files.
+// writeDerivedProfile writes bench-sim's profile for d as YAML
+// (DeriveProfile, with a first header line naming o.Profile), and parses
+// it as it would be read from o.ProfileOut. It is the one place bench-sim
+// makes a profile's text; the callers write it to files.
 func writeDerivedProfile(src []byte, o SimBenchOptions, d Derivation) ([]byte, *sim.Profile, error) {
-	prof, err := DeriveProfile(src, d)
+	p, notes, err := deriveProfile(src, d)
 	if err != nil {
 		return nil, nil, err
 	}
-	prof = append([]byte(fmt.Sprintf("# Derived by `gostachio cluster bench-sim` from %s for %d emulated workers on this machine.\n", o.Profile, o.Nodes)), prof...)
-	prof = bytes.Replace(prof, []byte("\nname: "), []byte("\nname: netns-"), 1)
-	p, err := sim.ParseProfile(o.ProfileOut, prof)
+	notes = append([]string{"Source profile: " + o.Profile}, notes...)
+	prof, err := sim.MarshalProfile(p, strings.Join(notes, "\n"))
 	if err != nil {
+		return nil, nil, fmt.Errorf("cluster: bench-sim: derived profile: %w", err)
+	}
+	if p, err = sim.ParseProfile(o.ProfileOut, prof); err != nil {
 		return nil, nil, fmt.Errorf("cluster: bench-sim: derived profile: %w", err)
 	}
 	return prof, p, nil

@@ -162,7 +162,7 @@ func TestDeriveProfileCPUTax(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, err := sim.ParseProfile("derived", out)
-	if err != nil || p.Node.CPUTax != 0.32 || !strings.Contains(string(out), "cpu_tax: 0.32  # measured") {
+	if err != nil || p.Node.CPUTax != 0.32 || !strings.Contains(string(out), "node.cpu_tax 0.32: measured") {
 		t.Fatalf("tax 0.32: node %+v (%v)\n%s", p.Node, err, out)
 	}
 	if p.NVMe.Completion != "batch" {
