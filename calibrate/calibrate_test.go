@@ -321,7 +321,7 @@ func TestCPUCheck(t *testing.T) {
 // The held-out check: a profile fitted to micro-benchmark samples only
 // predicts whole queries it never saw, within a loose bound (at SF0.01
 // queries take milliseconds and fixed overheads dominate; the real numbers
-// are in the README, at SF1).
+// are in docs/results.md, at SF1).
 func TestHeldOutQueries(t *testing.T) {
 	// Steal and corun time cores beside reads and beside each other:
 	// under make test the other packages' tests run beside them too and
@@ -329,7 +329,7 @@ func TestHeldOutQueries(t *testing.T) {
 	// of 2.8 ns a byte, every case 5–10x over, one 10.8x). The machine's
 	// other load is not its property, so the held-out check prices with
 	// the other micro-benchmarks; the two fits are tested on their own
-	// (TestFitCorun, TestFitSteal) and in the SF1 validations (README).
+	// (TestFitCorun, TestFitSteal) and in the SF1 validations (the 2-core development VM, 2026-11).
 	var samples []Sample
 	for _, s := range quickSamples(t) {
 		if s.Component != CompSteal && s.Component != CompCorun {

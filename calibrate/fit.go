@@ -464,7 +464,7 @@ func (m *fitted) header(opts ProfileOptions) string {
 // where every row matches at 0.6x. Refitted so, devbox-xeon and another
 // calibration of 2026-11-26 predicted three validations' engine runs
 // better each time (median 5.8/4.9/4.7% → 5.7/4.5/4.1% and
-// 6.7/6.1/5.8% → 5.8/5.5/5.3%; README).
+// 6.7/6.1/5.8% → 5.8/5.5/5.3%; the 2-core development VM, 2026-11).
 func fitProbes(samples []costmodel.OpSample) (costmodel.OpCost, costmodel.FitQuality, error) {
 	return costmodel.FitOpCostSizedWeighted(samples, 1)
 }

@@ -606,7 +606,7 @@ func cols(b *cpu.Batch, names []string, n int) (*cpu.Batch, error) {
 // of kernel times, and the reps that pay a garbage collection or a
 // fault are part of what a query pays (on this VM the median profile
 // under-predicted whole queries by 26% where the mean one did by 16%,
-// README). The untimed run is there because a kernel's first
+// 2026-11). The untimed run is there because a kernel's first
 // run allocates its outputs on memory the process never touched, and on a
 // VM a first touch costs a page fault per 4 KiB (measured 12 µs here: the
 // kernel then runs 2–16x slower); the engine's kernels run on a warm heap.

@@ -22,7 +22,7 @@ import (
 //     duration. A trace does not record a kernel's input rows nor how its
 //     time splits over the fused operators, so the whole kernel is charged
 //     to its main operator per input byte: a coarser model than the
-//     micro-benchmarks' (see README).
+//     micro-benchmarks' (docs/calibration.md).
 //
 // No file with engine events is an error.
 func TraceSamples(dir string) ([]Sample, error) {

@@ -277,7 +277,7 @@ func TuneGC() (restore func()) {
 // queries later. Collecting before the heap passes 1 GiB recycles memory
 // that is already mapped: q3, q9 and q18 at SF1, 3 rounds each after a
 // warm-up, took 2.8x fewer page faults and ran up to 2x faster with less
-// spread (README). FitHeapLimit raises it for larger datasets.
+// spread (the 2-core development VM, 2026-11). FitHeapLimit raises it for larger datasets.
 const heapLimitFloor = 1 << 30
 
 // ShareHeapLimit divides the soft memory limit among the local workers
@@ -289,7 +289,7 @@ const heapLimitFloor = 1 << 30
 // several queries (30% of the CPU samples of runs 5-12 of q3,q9 x12 were
 // clear_page). Shared, the workers' first queries ran at their steady
 // speed and the system time of 24 runs fell from 6.8-9.9 s to 2.7-5.2 s
-// (README).
+// (the 2-core development VM, 2026-11).
 func ShareHeapLimit(local int) {
 	if os.Getenv("GOMEMLIMIT") != "" || local <= 1 {
 		return

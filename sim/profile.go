@@ -47,7 +47,7 @@ type Profile struct {
 	// machine, bursts moved at 1.03 of the link's payload rate between 2
 	// workers (one transfer per port) and at 0.77–0.87 on 3 and 4 (all to
 	// all), and q5's broadcast of 3 x 411 KiB from one worker at 0.93–1.0
-	// (README, issue 9). 0: NIC.Bandwidth everywhere.
+	// (the 2-core development VM, 2026-11). 0: NIC.Bandwidth everywhere.
 	NICLineRate costmodel.Rate `yaml:"nic_line_rate,omitempty"`
 	// NICPort, when given, makes every node's NIC egress port a lossy
 	// drop-tail queue that TCP connections share (PortSpec); absent, the

@@ -18,7 +18,7 @@ import (
 // engine's medians of one query moved by up to 30% between launches
 // minutes apart, and the co-location measured before the runs by 0.49 to
 // 0.65, so whether every query lands within 10% is mostly a property of
-// the launch (README). BenchSimLaunches repeats the whole
+// the launch (the 2-core development VM, 2026-11). BenchSimLaunches repeats the whole
 // measurement and pools the errors.
 
 // BenchSimLaunches runs BenchSim launches times, launch k (from 1) with

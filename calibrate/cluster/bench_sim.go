@@ -17,12 +17,12 @@ import (
 	"strings"
 	"time"
 
+	"gostachio/costmodel"
 	"gostachio/dataset"
 	"gostachio/engine"
 	ecluster "gostachio/engine/cluster"
 	"gostachio/internal/diskref"
 	"gostachio/internal/stats"
-	"gostachio/costmodel"
 	"gostachio/sim"
 )
 
@@ -71,7 +71,7 @@ type SimBenchOptions struct {
 	// ColocationDuration and ColocationRounds size that measurement
 	// (0: 1 s and 18 rounds). Rounds of one launch spread from 0.45 to
 	// 0.95 here; on 12 launches the median of 18 put 35 of 48 cases within
-	// 10% where the median of their first 6 put 25 (README).
+	// 10% where the median of their first 6 put 25 (the 2-core development VM, 2026-11).
 	ColocationDuration time.Duration
 	ColocationRounds   int
 	// ColocationFrom are earlier launches' --json outputs whose
@@ -100,7 +100,7 @@ type SimBenchOptions struct {
 	// at 10 and 1 Gbit/s put 73 of 76 cases within 10% priced with the
 	// interrupt figure and 70 with the busy one; the busy figure
 	// over-predicted q3 and q5 at 10 Gbit/s by about 6%, where the
-	// stack's CPU comes out of idle time (README).
+	// stack's CPU comes out of idle time (the 2-core development VM, 2026-11).
 	NetCPUFrom string
 	// CPUTax is the cores the workers take beside the model while a query
 	// runs (Derivation.CPUTax; 0: measured first on TaxQueries,
@@ -330,7 +330,7 @@ func simBenchRow(q string, engine []float64, sim, sentMiB float64) SimBenchRow {
 // link of R bit/s is a NIC of R/8 × 1448/1514 bytes/s. Measured here over
 // the --netns path at 100 Mbit/s: iperf3 96.0 Mbit/s with one stream, and
 // 92.3–97.6 Mbit/s out of each of 4 namespaces sending to the 3 others at
-// once (README).
+// once (the 2-core development VM, 2026-11).
 const TCPPayloadShare = 1448.0 / 1514
 
 // Derivation describes the emulated cluster DeriveProfile derives a

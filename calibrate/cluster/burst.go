@@ -28,7 +28,7 @@ import (
 // shaped link carries a long TCP flow at its payload rate, but a query's
 // shuffle is short and many-flowed: every worker sends to every other at
 // once, three flows converge on each port, and a flow that starts into a
-// full port buffer loses packets and time (README: q5 at 100
+// full port buffer loses packets and time (the 2-core development VM, 2026-11: q5 at 100
 // Mbit/s moved its busiest egress at 62–81% of the payload rate while it
 // had a send in flight). MeasureBurst times that pattern on the emulated
 // fabric, outside any query: Nodes processes in the cluster's namespaces,
@@ -68,7 +68,7 @@ type BurstOptions struct {
 
 // DefaultBurstFrames is a burst's frames per pair of workers: 7 of 384
 // KiB, 2.6 MiB, what a query moves from one worker to another at SF1 on 4
-// workers (the 654 frames of q3, q5, q9 and q18 logged in the README: 118
+// workers (the 654 frames of q3, q5, q9 and q18 logged on the 2-core development VM, 2026-11: 118
 // MiB, 2.5 MiB per query and ordered pair) in the byte-weighted median
 // frame.
 const DefaultBurstFrames = 7
@@ -512,7 +512,7 @@ func PairFrames(pairBytes, maxFrame int64) (frames int, frameBytes int64) {
 // of at most o.FrameBytes; o.Frames is ignored) and prints a table of the
 // bursts' share of the link by size: where a port's buffer is smaller
 // than what converges on it at once, TCP loses packets and the share
-// falls off a cliff (README).
+// falls off a cliff (the 2-core development VM, 2026-11).
 func BenchFabricSweep(ctx context.Context, o FabricBenchOptions, sizes []int64, w io.Writer) ([]FabricSweepPoint, error) {
 	if len(sizes) == 0 {
 		return nil, fmt.Errorf("cluster: bench-fabric: no burst sizes")

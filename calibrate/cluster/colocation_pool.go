@@ -15,7 +15,7 @@ import (
 // engine medians, 18 launches at 1 and 10 Gbit/s: −0.06). The spread is
 // the measurement's, not the machine's, so the rounds of earlier launches
 // are pooled with the launch's own: two launches at 0.640 and 0.641 put 6
-// of 8 cases within 10%, and 7 of 8 at the pooled 0.732 (README).
+// of 8 cases within 10%, and 7 of 8 at the pooled 0.732 (the 2-core development VM, 2026-11).
 
 // PooledColocation is the co-location of earlier launches' rounds.
 type PooledColocation struct {

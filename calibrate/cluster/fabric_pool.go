@@ -18,7 +18,7 @@ import (
 // shuffle, priced at the share, came out over-predicted by 10–17% in the
 // launches with the lowest shares. As with the co-location, the rounds of
 // earlier launches on the same link are pooled with the launch's own
-// (README).
+// (the 2-core development VM, 2026-11).
 
 // PooledFabric is the burst rounds of earlier launches.
 type PooledFabric struct {

@@ -17,6 +17,7 @@ import (
 	"gostachio/engine"
 	ecluster "gostachio/engine/cluster"
 	"gostachio/tpch"
+	"gostachio/tpch/queries"
 )
 
 var (
@@ -96,7 +97,7 @@ func needNetns(t *testing.T) {
 // soloWorker is the options of a worker of a world of one on the SF0.01
 // test data, rank 0 at a free loopback port, running queries with JSON
 // output.
-func soloWorker(t *testing.T, queries string) ecluster.WorkerOptions {
+func soloWorker(t *testing.T, qs string) ecluster.WorkerOptions {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -105,6 +106,6 @@ func soloWorker(t *testing.T, queries string) ecluster.WorkerOptions {
 	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	ln.Close()
 	env := map[string]string{"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
-	return ecluster.WorkerOptions{RunOptions: engine.RunOptions{Data: testData(t), Query: queries, Format: "json", QueryOptions: engine.QueryOptions{Devices: 1, Mem: 1 << 30}},
+	return ecluster.WorkerOptions{RunOptions: engine.RunOptions{Data: testData(t), Query: qs, Catalog: queries.Catalog(), Format: "json", QueryOptions: engine.QueryOptions{Devices: 1, Mem: 1 << 30}},
 		Timeout: 5 * time.Second, Getenv: func(k string) string { return env[k] }}
 }

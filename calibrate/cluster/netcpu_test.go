@@ -54,7 +54,7 @@ func TestNetCPUCost(t *testing.T) {
 // TestMeasureNetCPU streams the data plane between two namespaces at
 // 1 Gbit/s: the rate is the link's (its TCP payload, within what a busy
 // test machine reaches) and the cost positive and of the order the
-// README reports (1.2 ns a byte here).
+// development VM measured (1.2 ns a byte, 2026-11).
 func TestMeasureNetCPU(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs two namespaces' data plane for seconds")

@@ -47,7 +47,7 @@ type Link struct {
 	// and TCP then shares the port unevenly: three streams into one
 	// 100 Mbit/s port under the 250 KB default moved 9.7, 1.5 and 1.0 MB/s
 	// with 400–1100 retransmissions each, under 2.5 MB 3.5, 3.5 and 5.0
-	// MB/s with none (README). The simulator prices what a queue
+	// MB/s with none (the 2-core development VM, 2026-11). The simulator prices what a queue
 	// this small does to the exchange (nic_port: the transfers that find
 	// it full wait for TCP's probe timer; nic_line_rate), as bench-sim
 	// derives from the link; without those its links share max-min fairly
@@ -353,7 +353,7 @@ func (l Link) QueueBytes() int64 {
 // moves bytes at the link's rate from the first one) and RDMA (no window)
 // have no such restart. Measured: bench-sim at 100 Mbit/s, two launches
 // each way alternating, q3 1.18–1.24 s → 1.13 s, q18 0.73–0.82 → 0.71 s
-// (README).
+// (the 2-core development VM, 2026-11).
 const NetnsTCPSysctl = "net.ipv4.tcp_slow_start_after_idle=0"
 
 // joinWarning appends warning w to the ones in ws.

@@ -11,7 +11,7 @@ import (
 // alloc.MaxArenaBytes) is page-locked for this device, so storage reads
 // land in pinned memory and uploads from them run as DMA at the link's
 // speed (a pageable copy is staged by the driver: 6.7 vs 55 GB/s on an
-// H200, README). Buffers beyond the arena come from plain mappings and
+// H200, 2026-11-26). Buffers beyond the arena come from plain mappings and
 // upload at the pageable speed. release unregisters the arena and closes
 // the pool; call it after every buffer was released and the readers using
 // the pool were closed.

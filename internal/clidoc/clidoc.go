@@ -133,6 +133,9 @@ func Render(root *cobra.Command) (map[string][]byte, error) {
 	root.InitDefaultHelpCmd()
 	pages := map[string][]byte{}
 	for _, c := range Commands(root) {
+		// cobra adds --help to a command when it runs; add it to every
+		// page alike, whichever command renders the tree.
+		c.InitDefaultHelpFlag()
 		var b bytes.Buffer
 		if err := WritePage(&b, c); err != nil {
 			return nil, err

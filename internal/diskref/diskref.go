@@ -6,10 +6,9 @@
 // outstanding) over lineitem's first file, read with the engine's reader,
 // and it is compared with what the profile's storage model gives the same
 // stream (ModelBps). The virtio disk's speed moves by the hour (its fit:
-// 1.46–1.97 GB/s in six calibrations of one session), and a validation's
+// 1.46–1.97 GB/s in six calibrations within hours), and a validation's
 // bias followed the calibration's disk: the six profiles' biases on the
-// same engine runs went from +7.0% at 1.46 GB/s to −14.5% at 1.97 (README,
-// issue 7). `validate --rescale-disk` times it between the engine's runs
+// same engine runs went from +7.0% at 1.46 GB/s to −14.5% at 1.97 (the 2-core development VM, 2026-11). `validate --rescale-disk` times it between the engine's runs
 // and scales the simulator's disk bandwidth by its ratio, as
 // `--rescale-cpu` does the CPU prices; `cluster bench-sim --rescale-disk`
 // has the emulated cluster's rank 0 time it between queries.

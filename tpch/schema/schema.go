@@ -3,7 +3,7 @@
 // of truth for table and column names, their order, and their types: the
 // generator, the dataset writer, the importers and the query plans all read it.
 //
-// Physical representation (documented in the README, recorded in every manifest):
+// Physical representation (documented in docs/design.md, recorded in every manifest):
 //   - identifier  -> int64 (SF1000 order keys exceed int32)
 //   - integer     -> int32
 //   - decimal     -> int64 holding the value scaled by 100 (cents): exact,
