@@ -691,7 +691,7 @@ func TestProfiledOperators(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := queries.Build("q6", ds.Manifest.ScaleFactor, tpch.PlanStats(ds))
+	p, err := queries.Build("q6", ds.Manifest.ScaleFactor, ds.PlanStats())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,6 @@ import (
 	"gostachio/kernels/cpu"
 	"gostachio/kernels/cuda"
 	"gostachio/plan"
-	"gostachio/tpch"
 )
 
 // gpuPipeline is one GPU micro-benchmark: a scan pipeline that is none of
@@ -105,7 +104,7 @@ func RunGPUMicro(ctx context.Context, dev *gpu.Device, ds *dataset.Dataset, reps
 	}
 	defer s.Destroy()
 	m := &micro{ds: ds, reps: reps, quick: quick}
-	tables := tpch.PlanStats(ds)
+	tables := ds.PlanStats()
 	var out []Sample
 	for _, gp := range gpuPipelines() {
 		if err := ctx.Err(); err != nil {

@@ -16,7 +16,6 @@ import (
 	"gostachio/engine/gpu"
 	"gostachio/kernels/cpu"
 	"gostachio/plan"
-	"gostachio/tpch"
 )
 
 // TestGPUPipelines: every GPU micro-benchmark builds over the dataset, is
@@ -28,7 +27,7 @@ func TestGPUPipelines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tables := tpch.PlanStats(ds)
+	tables := ds.PlanStats()
 	queryOps := map[string]bool{}
 	m := &micro{ds: ds}
 	if err := m.eachPlan(context.Background(), func(p *plan.Plan) error {

@@ -23,7 +23,6 @@ import (
 	"gostachio/internal/stats"
 	"gostachio/kernels/cpu"
 	"gostachio/plan"
-	"gostachio/tpch"
 	"gostachio/tpch/queries"
 )
 
@@ -704,7 +703,7 @@ func checkOffsets(b *cpu.Batch) error {
 // eachPlan builds the 22 TPC-H plans for the dataset's scale factor and
 // calls fn with each, stopping at its first error or when ctx ends.
 func (m *micro) eachPlan(ctx context.Context, fn func(p *plan.Plan) error) error {
-	tables := tpch.PlanStats(m.ds)
+	tables := m.ds.PlanStats()
 	sf := m.ds.Manifest.ScaleFactor
 	if !(sf > 0) {
 		var err error

@@ -11,7 +11,6 @@ import (
 	"gostachio/engine"
 	"gostachio/plan"
 	"gostachio/sim"
-	"gostachio/tpch"
 	"gostachio/tpch/queries"
 )
 
@@ -47,7 +46,7 @@ func TestPriceOps(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := queries.Build("q3", 0.01, tpch.PlanStats(ds))
+	p, err := queries.Build("q3", 0.01, ds.PlanStats())
 	if err != nil {
 		t.Fatal(err)
 	}

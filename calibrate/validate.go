@@ -25,7 +25,6 @@ import (
 	"gostachio/plots"
 	"gostachio/scheduler"
 	"gostachio/sim"
-	"gostachio/tpch"
 	"gostachio/tpch/queries"
 )
 
@@ -857,7 +856,7 @@ func openPlanStats(dir string) (*dataset.Dataset, []plan.TableStats, float64, er
 	if err != nil {
 		return nil, nil, 0, err
 	}
-	tables := tpch.PlanStats(ds)
+	tables := ds.PlanStats()
 	sf := ds.Manifest.ScaleFactor
 	if !(sf > 0) {
 		if sf, err = queries.ScaleFactor(tables); err != nil {

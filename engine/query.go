@@ -16,7 +16,6 @@ import (
 	"gostachio/kernels/cpu"
 	"gostachio/plan"
 	"gostachio/scheduler"
-	"gostachio/tpch"
 )
 
 // DefaultMem is the default memory budget of a query (--mem).
@@ -101,7 +100,7 @@ func BuildQuery(ds *dataset.Dataset, cat plan.Catalog, name string) (*plan.Plan,
 	if !cat.Has(name) {
 		return nil, fmt.Errorf("%w %q (known: %s)", ErrUnknownQuery, name, cat.Known())
 	}
-	p, err := cat.Plan(name, ds.Manifest.ScaleFactor, tpch.PlanStats(ds))
+	p, err := cat.Plan(name, ds.Manifest.ScaleFactor, ds.PlanStats())
 	if err != nil {
 		return nil, fmt.Errorf("engine: %s: %w", ds.Dir, err)
 	}

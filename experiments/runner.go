@@ -27,7 +27,6 @@ import (
 	"gostachio/plan"
 	"gostachio/scheduler"
 	"gostachio/sim"
-	"gostachio/tpch"
 	"gostachio/tpch/queries"
 	"gostachio/traces"
 )
@@ -410,7 +409,7 @@ func newExecutor(ctx context.Context, s *Spec, log io.Writer) (*executor, error)
 		if err != nil {
 			return nil, fmt.Errorf("experiments: %s: %w (generate it with `gostachio gen` or `make demo`)", s.Path, err)
 		}
-		ex.ds, ex.tables, ex.dsSF = ds, tpch.PlanStats(ds), ds.Manifest.ScaleFactor
+		ex.ds, ex.tables, ex.dsSF = ds, ds.PlanStats(), ds.Manifest.ScaleFactor
 		if !(ex.dsSF > 0) {
 			if ex.dsSF, err = queries.ScaleFactor(ex.tables); err != nil {
 				return nil, fmt.Errorf("experiments: %s: %w", s.Dataset, err)

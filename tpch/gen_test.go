@@ -249,7 +249,7 @@ func TestPlanStatsMatchManifest(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, ts := range PlanStats(ds) {
+	for _, ts := range ds.PlanStats() {
 		if got, want := ts.Rows(), specRowsSF001[ts.Name]; got != want {
 			t.Errorf("%s: %d rows, want %d", ts.Name, got, want)
 		}

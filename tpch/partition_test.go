@@ -125,7 +125,7 @@ func TestPartitionedTPCH(t *testing.T) {
 		}
 		checkOrdersWithLines(t, label, ds, n)
 		// Placement reaches the plan.
-		for _, ts := range tpch.PlanStats(ds) {
+		for _, ts := range ds.PlanStats() {
 			tm, _ := ds.Table(ts.Name)
 			for i := range ts.Chunks {
 				if got, want := ts.Chunks[i].Placement(), int32(tm.Chunks[i].Partition); got != want {

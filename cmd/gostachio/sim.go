@@ -9,7 +9,6 @@ import (
 	"gostachio/engine"
 	"gostachio/plan"
 	"gostachio/sim"
-	"gostachio/tpch"
 	"gostachio/tpch/queries"
 	"gostachio/traces"
 )
@@ -49,7 +48,7 @@ func newSimCmd(g *globals) *cobra.Command {
 				if err != nil {
 					return err
 				}
-				tables, o.SF = tpch.PlanStats(ds), ds.Manifest.ScaleFactor
+				tables, o.SF = ds.PlanStats(), ds.Manifest.ScaleFactor
 			}
 			if chunkRows == 0 {
 				chunkRows = sim.DefaultChunkRows
@@ -102,7 +101,7 @@ func runReplay(c *cobra.Command, o sim.SimOptions, path, data string) error {
 	if err != nil {
 		return err
 	}
-	p, sf, err := queries.Sized(query, ds.Manifest.ScaleFactor, 0, tpch.PlanStats(ds))
+	p, sf, err := queries.Sized(query, ds.Manifest.ScaleFactor, 0, ds.PlanStats())
 	if err != nil {
 		return fmt.Errorf("sim: replay: %w", err)
 	}

@@ -160,7 +160,7 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 		tables  []plan.TableStats // nil: sized from sf
 	}
 	setups := []setup{
-		{local, 1, ds.Manifest.ScaleFactor, tpch.PlanStats(ds)},
+		{local, 1, ds.Manifest.ScaleFactor, ds.PlanStats()},
 		{"dgx-a100", 1, opts.ClusterSF, nil},
 	}
 	// Each profile's provenance warning once, not once a case.

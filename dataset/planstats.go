@@ -1,7 +1,6 @@
-package tpch
+package dataset
 
 import (
-	"gostachio/dataset"
 	"gostachio/plan"
 	"gostachio/tpch/schema"
 )
@@ -11,7 +10,7 @@ import (
 // buffers occupy (what an O_DIRECT read of the column moves, padding
 // included) and, for integer-coded columns, min/max for pruning; a chunk
 // of a partitioned table is placed on its partition (ChunkStats.Placed).
-func PlanStats(ds *dataset.Dataset) []plan.TableStats {
+func (ds *Dataset) PlanStats() []plan.TableStats {
 	var out []plan.TableStats
 	for _, name := range ds.Tables() {
 		tm, _ := ds.Table(name)
@@ -26,7 +25,7 @@ func PlanStats(ds *dataset.Dataset) []plan.TableStats {
 			cs := plan.ChunkStats{Rows: ch.Rows, File: int32(ch.File), Base: ch.Offset,
 				Bytes: make([]int64, len(ch.Columns)), Offset: make([]int64, len(ch.Columns)),
 				Stats: make([]plan.MinMax, len(ch.Columns))}
-			if ch.Partition != dataset.NoPartition {
+			if ch.Partition != NoPartition {
 				cs.Placed, cs.Node = true, int32(ch.Partition)
 			}
 			for ci, col := range ch.Columns {
