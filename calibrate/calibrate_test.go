@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"gostachio/internal/testfixture"
 	"io"
 	"math"
 	"os"
@@ -18,39 +19,18 @@ import (
 	"gostachio/dataset"
 	"gostachio/plan"
 	"gostachio/sim"
-	"gostachio/tpch"
 	"gostachio/tpch/queries"
 )
 
-var (
-	dataOnce sync.Once
-	dataDir  string
-	dataErr  error
-)
-
-// testData generates SF0.01 once per test binary, in small chunks (16 Ki
+// fixture is the test binary's SF0.01 dataset, in small chunks (16 Ki
 // lineitem rows) so queries have several units.
-func testData(t *testing.T) string {
-	t.Helper()
-	dataOnce.Do(func() {
-		var tmp string
-		if tmp, dataErr = os.MkdirTemp("", "gostachio-calibrate-test-"); dataErr != nil {
-			return
-		}
-		dataDir = filepath.Join(tmp, "data")
-		dataErr = tpch.Gen(context.Background(), tpch.GenOptions{ScaleFactor: 0.01, Out: dataDir, ChunkRows: 16384}, io.Discard, io.Discard)
-	})
-	if dataErr != nil {
-		t.Fatalf("generate SF0.01: %v", dataErr)
-	}
-	return dataDir
-}
+var fixture = &testfixture.Fixture{Prefix: "gostachio-calibrate-test-", ChunkRows: 16384}
+
+func testData(t *testing.T) string { return fixture.TPCH(t) }
 
 func TestMain(m *testing.M) {
 	code := m.Run()
-	if dataDir != "" {
-		os.RemoveAll(filepath.Dir(dataDir))
-	}
+	fixture.Cleanup()
 	os.Exit(code)
 }
 

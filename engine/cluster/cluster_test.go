@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"gostachio/internal/testfixture"
 	"io"
 	"net"
 	"os"
@@ -13,7 +14,6 @@ import (
 	"runtime"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -23,7 +23,6 @@ import (
 	"gostachio/engine"
 	"gostachio/plan"
 	"gostachio/scheduler"
-	"gostachio/tpch"
 	"gostachio/tpch/queries"
 	"gostachio/tpch/verify"
 )
@@ -33,39 +32,19 @@ const (
 	officialDir = "../../tpch/dbgen/testdata"
 )
 
-var (
-	dataOnce sync.Once
-	dataDir  string
-	dataErr  error
-	tmpRoot  string
-)
+// fixture is the test binary's SF0.01 dataset, in small chunks (lineitem:
+// about 15) so that every table spreads over the workers, and its
+// gostachio binary.
+var fixture = &testfixture.Fixture{Prefix: "gostachio-cluster-test-", ChunkRows: 4096}
 
-// testData generates the SF0.01 dataset once per test binary, in small
-// chunks (lineitem: about 15) so that every table spreads over the workers.
-func testData(t testing.TB) string {
-	t.Helper()
-	dataOnce.Do(func() {
-		tmpRoot, dataErr = os.MkdirTemp("", "gostachio-cluster-test-")
-		if dataErr != nil {
-			return
-		}
-		dataDir = filepath.Join(tmpRoot, "data")
-		dataErr = tpch.Gen(context.Background(), tpch.GenOptions{ScaleFactor: 0.01, Out: dataDir, ChunkRows: 4096}, io.Discard, io.Discard)
-	})
-	if dataErr != nil {
-		t.Fatalf("generate SF0.01: %v", dataErr)
-	}
-	return dataDir
-}
+func testData(t testing.TB) string { return fixture.TPCH(t) }
 
 func TestMain(m *testing.M) {
 	// Received memory is poisoned when released: a result or kernel that
 	// read a frame after its query released it gives wrong answers.
 	os.Setenv("GOSTACHIO_POISON_RECV", "1")
 	code := m.Run()
-	if tmpRoot != "" {
-		os.RemoveAll(tmpRoot)
-	}
+	fixture.Cleanup()
 	os.Exit(code)
 }
 
@@ -370,15 +349,8 @@ func TestClusterJobErrors(t *testing.T) {
 // output.
 func soloWorker(t *testing.T, qs string) WorkerOptions {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	port := strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
-	ln.Close()
-	env := map[string]string{"RANK": "0", "WORLD_SIZE": "1", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": port}
 	return WorkerOptions{RunOptions: engine.RunOptions{Catalog: queries.Catalog(), Data: testData(t), Query: qs, Format: "json", QueryOptions: engine.QueryOptions{Devices: 1, Mem: 1 << 30}},
-		Timeout: 5 * time.Second, Getenv: func(k string) string { return env[k] }}
+		Timeout: 5 * time.Second, Getenv: testfixture.SoloEnv(t)}
 }
 
 // TestWorkerBetweenQueries: rank 0 calls the hook once per query, in

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"gostachio/internal/testfixture"
 	"io"
 	"os"
 	"os/exec"
@@ -118,45 +119,10 @@ func TestClusterTrace(t *testing.T) {
 	}
 }
 
-var (
-	binOnce sync.Once
-	binPath string
-	binErr  error
-)
-
-// gostachioBin builds the gostachio binary once per test binary.
-func gostachioBin(t *testing.T) string {
-	t.Helper()
-	testData(t) // makes tmpRoot, removed by TestMain
-	binOnce.Do(func() {
-		binPath = filepath.Join(tmpRoot, "gostachio")
-		cmd := exec.Command("go", "build", "-o", binPath, "gostachio/cmd/gostachio")
-		cmd.Env = os.Environ()
-		if !strings.Contains(os.Getenv("GOFLAGS"), "checklinkname") {
-			cmd.Env = append(cmd.Env, "GOFLAGS=-ldflags=-checklinkname=0")
-		}
-		if out, err := cmd.CombinedOutput(); err != nil {
-			binErr = fmt.Errorf("go build: %v\n%s", err, out)
-		}
-	})
-	if binErr != nil {
-		t.Fatal(binErr)
-	}
-	return binPath
-}
+func gostachioBin(t *testing.T) string { return fixture.Binary(t) }
 
 // needNetns skips a test that cannot make network namespaces here.
-func needNetns(t *testing.T) {
-	t.Helper()
-	if err := CheckNetns(); err != nil {
-		t.Skipf("skipping: %v", err)
-	}
-	probe := fmt.Sprintf("%sprobe-%d", NetnsPrefix, os.Getpid())
-	if out, err := exec.Command("ip", "netns", "add", probe).CombinedOutput(); err != nil {
-		t.Skipf("skipping: cannot make a network namespace: %v: %s", err, out)
-	}
-	exec.Command("ip", "netns", "del", probe).Run()
-}
+func needNetns(t *testing.T) { testfixture.NeedNetns(t, CheckNetns, NetnsPrefix) }
 
 // launched is a `gostachio cluster` process under test.
 type launched struct {
