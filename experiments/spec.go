@@ -239,7 +239,7 @@ func parseSpec(path string, data []byte) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, step := range []func(*Spec, *specKeys) error{p.required, p.sweep, p.nodes, p.scaleFactors, p.backendRules, p.queries, p.policies} {
+	for _, step := range []func(*Spec, *specKeys) error{p.required, p.sweep, p.nodes, p.scaleFactors, p.backendRules, p.queries, p.policies, p.size} {
 		if err := step(s, at); err != nil {
 			return nil, err
 		}
@@ -253,6 +253,37 @@ type specKeys struct {
 	root                                                         *yaml.Node
 	nodes, sf, queries, policies, backend, dataset, jitter, axes *yaml.Node
 	haveReps                                                     bool
+	reps                                                         *yaml.Node
+}
+
+// MaxRuns bounds what a spec expands to: (reps + warmup) × queries ×
+// policies × sweep points. A million runs is days of simulation and
+// hundreds of MB of run list; more is a typo, refused before any work.
+const MaxRuns = 1_000_000
+
+// size refuses a spec that expands to more than MaxRuns runs, counting
+// without expanding it.
+func (p specParser) size(s *Spec, at *specKeys) error {
+	n := float64(len(s.Queries)) * float64(len(s.Policies)) * float64(s.Reps+s.Warmup)
+	for _, ax := range s.axes {
+		switch ax {
+		case "nodes":
+			n *= float64(len(s.Nodes))
+		case "sf":
+			n *= float64(len(s.SF))
+		default:
+			for _, a := range s.Sweep {
+				if a.Name == ax {
+					n *= float64(len(a.Values))
+				}
+			}
+		}
+	}
+	if n > MaxRuns {
+		return p.errf(at.reps, "the spec expands to %.3g runs ((reps %d + warmup %d) x %d queries x %d policies x the sweep's points), more than %d",
+			n, s.Reps, s.Warmup, len(s.Queries), len(s.Policies), MaxRuns)
+	}
+	return nil
 }
 
 // document decodes data to the spec's top-level node, refusing YAML that
@@ -312,13 +343,13 @@ func (p specParser) topKeys(s *Spec, root *yaml.Node) (*specKeys, error) {
 		case "sweep":
 			at.axes = v
 		case "reps":
-			at.haveReps = true
-			if s.Reps, err = p.integer(v, "reps"); err == nil && s.Reps < 1 {
-				err = p.errf(v, "reps %d must be at least 1", s.Reps)
+			at.haveReps, at.reps = true, v
+			if s.Reps, err = p.integer(v, "reps"); err == nil && (s.Reps < 1 || s.Reps > MaxRuns) {
+				err = p.errf(v, "reps %d outside [1, %d]", s.Reps, MaxRuns)
 			}
 		case "warmup":
-			if s.Warmup, err = p.integer(v, "warmup"); err == nil && s.Warmup < 0 {
-				err = p.errf(v, "warmup %d is negative", s.Warmup)
+			if s.Warmup, err = p.integer(v, "warmup"); err == nil && (s.Warmup < 0 || s.Warmup > MaxRuns) {
+				err = p.errf(v, "warmup %d outside [0, %d]", s.Warmup, MaxRuns)
 			}
 		case "seed":
 			var seed uint64

@@ -61,6 +61,13 @@ func (c *ChunkStats) ColumnOffset(col int) int64 {
 	return off
 }
 
+// MaxChunks bounds the stored chunks of all the tables a plan is sized
+// from: each chunk costs the plan, the scheduler and the simulator a few
+// hundred bytes of state and a unit's tasks, so two million chunks (TPC-H
+// at SF 240,000 in chunks of 2^20 rows) is about as far as one process
+// simulates. Planners refuse more with the chunk size that would fit.
+const MaxChunks = 2_000_000
+
 // TableStats is the chunked layout of one table as a plan sees it.
 type TableStats struct {
 	Name string

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"errors"
 	"math"
 	"math/rand/v2"
 
@@ -138,6 +139,8 @@ type Net struct {
 	inFlight int
 	// Events counts events processed (stale ones excluded).
 	Events int64
+	// overflow is set when the next event lies at or past MaxTime.
+	overflow bool
 }
 
 // NewNet returns an empty network at time 0.
@@ -444,6 +447,10 @@ func (n *Net) stepBefore(limit int64) (tag int32, start, end int64, ok bool) {
 		// and leave of this instant is re-shared at once.
 		if len(n.dirty) > 0 && (n.q.Len() == 0 || n.q.peek().t > n.now) {
 			n.flush()
+		}
+		if n.q.Len() > 0 && n.q.peek().t >= MaxTime {
+			n.overflow = true // never processed: the clock stays below MaxTime
+			break
 		}
 		if n.q.Len() == 0 || n.q.peek().t >= limit {
 			break
@@ -804,16 +811,42 @@ func (f *flow) weightOn(lid int32) float64 {
 	return 1
 }
 
+// MaxTime bounds the simulated clock, in ns (about 146 years): a run
+// whose next event lies at or past it fails with ErrTimeRange instead of
+// wrapping the int64 clock. Durations saturate at MaxTime (ceilNs), so a
+// step from any time before it stays below 2^63.
+const MaxTime int64 = 1 << 62
+
+// MaxInFlight bounds the flows in flight at once (a run that reaches it
+// holds about 5 GB). A cluster whose exchanges need more (every pair of
+// devices of thousands moving data at once: 1,000 nodes of 8 devices)
+// fails with ErrTooLarge instead of exhausting the machine's memory.
+const MaxInFlight = 4_000_000
+
+// ErrTooLarge: the simulation does not fit in this process's memory.
+var ErrTooLarge = errors.New("sim: the simulation is larger than the simulator holds")
+
+// ErrTimeRange: the simulated clock would pass MaxTime.
+var ErrTimeRange = errors.New("sim: simulated time beyond the clock's range (about 146 years)")
+
 // ceilNs rounds a duration in ns up to a whole ns, treating values within
 // 1e-6 ns of an integer as that integer (so exact quotients such as
-// 1e9 bytes / 0.5 bytes/ns stay exact despite float rounding).
+// 1e9 bytes / 0.5 bytes/ns stay exact despite float rounding). Durations
+// of MaxTime or more (and NaN) saturate at MaxTime.
 func ceilNs(d float64) int64 {
+	if !(d < float64(MaxTime)) {
+		return MaxTime
+	}
 	fl := math.Floor(d)
 	if d-fl <= 1e-6 {
 		return int64(fl)
 	}
 	return int64(fl) + 1 // also rounds d within 1e-6 below an integer up to it
 }
+
+// Overflowed reports whether the run stopped because its next event lay
+// at or past MaxTime.
+func (n *Net) Overflowed() bool { return n.overflow }
 
 // nextTime is the time of the next live event (stale ones are dropped).
 func (n *Net) nextTime() (int64, bool) {

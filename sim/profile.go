@@ -333,6 +333,30 @@ func positiveRate(path string, r costmodel.Rate) error {
 	if !(r > 0) || math.IsInf(float64(r), 0) {
 		return &fieldError{path, fmt.Sprintf("%g B/s must be positive and finite", float64(r))}
 	}
+	if r < MinRate || r > MaxRate {
+		return &fieldError{path, fmt.Sprintf("%s outside [%s, %s]", r.FormatBytes(), MinRate.FormatBytes(), MaxRate.FormatBytes())}
+	}
+	return nil
+}
+
+// The ranges a profile's figures must lie in: what any real device has,
+// with margins of many orders of magnitude, and what keeps the simulated
+// clock (int64 ns, MaxTime) far from its end on any dataset the planner
+// sizes.
+const (
+	MinRate costmodel.Rate = 1    // 1 B/s
+	MaxRate costmodel.Rate = 1e15 // 1 PB/s
+	// MaxLatency bounds every latency and fixed cost.
+	MaxLatency = costmodel.Duration(3600e9) // 1 h
+	// MaxMemory bounds device and pinned memory.
+	MaxMemory = costmodel.Bytes(1 << 60) // 1 EiB
+)
+
+// latencyInRange refuses a duration outside [0, MaxLatency].
+func latencyInRange(path string, d costmodel.Duration) error {
+	if d < 0 || d > MaxLatency {
+		return &fieldError{path, fmt.Sprintf("%s outside [0s, %s]", d.Format(), MaxLatency.Format())}
+	}
 	return nil
 }
 
@@ -379,6 +403,19 @@ func (p *Profile) Validate() error {
 		return &fieldError{"node.device_memory", "must be positive"}
 	case n.PinnedMemory <= 0:
 		return &fieldError{"node.pinned_memory", "must be positive"}
+	case n.DeviceMemory > MaxMemory:
+		return &fieldError{"node.device_memory", fmt.Sprintf("%s above %s", n.DeviceMemory.Format(), MaxMemory.Format())}
+	case n.PinnedMemory > MaxMemory:
+		return &fieldError{"node.pinned_memory", fmt.Sprintf("%s above %s", n.PinnedMemory.Format(), MaxMemory.Format())}
+	}
+	for _, d := range []struct {
+		path string
+		d    costmodel.Duration
+	}{{"nvme.latency", p.NVMe.Latency}, {"pcie.latency", p.PCIe.Latency}, {"nic.latency", p.NIC.Latency},
+		{"intra_node.latency", p.Intra.Latency}, {"sync_latency", p.SyncLatency}, {"gpu.launch", p.GPU.Launch}, {"host.launch", p.Host.Launch}} {
+		if err := latencyInRange(d.path, d.d); err != nil {
+			return err
+		}
 	}
 	for _, r := range []struct {
 		path string

@@ -74,13 +74,31 @@ func IsText(table, column string) bool {
 // column's bytes = rows x ColumnBytes, columns back to back within a chunk
 // and chunks back to back in one file per table. No min/max statistics
 // (nothing is pruned): in dbgen data the date columns of every chunk span
-// nearly the whole range anyway.
+// nearly the whole range anyway. sf must lie in (0, MaxScaleFactor] and the
+// tables must make at most plan.MaxChunks chunks: the error says which
+// chunk size would fit.
 func Stats(sf float64, chunkRows int) ([]plan.TableStats, error) {
 	if !(sf > 0) || math.IsInf(sf, 0) {
 		return nil, fmt.Errorf("tpch/queries: scale factor %v must be positive", sf)
 	}
+	if sf > MaxScaleFactor {
+		return nil, fmt.Errorf("tpch/queries: scale factor %g above %g (%.3g lineitem rows)", sf, float64(MaxScaleFactor), 6e6*MaxScaleFactor)
+	}
 	if chunkRows <= 0 {
 		return nil, fmt.Errorf("tpch/queries: chunk rows %d must be positive", chunkRows)
+	}
+	var chunks int64
+	for _, st := range schema.Tables {
+		rows := st.BaseRows
+		if st.Scaled {
+			rows = int64(math.Round(float64(st.BaseRows) * sf))
+		}
+		chunks += (rows + int64(chunkRows) - 1) / int64(chunkRows)
+	}
+	if chunks > plan.MaxChunks {
+		need := int64(math.Ceil(float64(chunkRows) * float64(chunks) / plan.MaxChunks))
+		return nil, fmt.Errorf("tpch/queries: SF %g in chunks of %d rows makes %d stored chunks, more than the %d a plan may hold: use chunks of at least %d rows, or a smaller scale factor",
+			sf, chunkRows, chunks, int64(plan.MaxChunks), need)
 	}
 	out := make([]plan.TableStats, 0, len(schema.Tables))
 	for _, st := range schema.Tables {
@@ -116,6 +134,10 @@ func Stats(sf float64, chunkRows int) ([]plan.TableStats, error) {
 	}
 	return out, nil
 }
+
+// MaxScaleFactor is the largest scale factor Stats sizes: six trillion
+// lineitem rows, past which row counts approach int64's range in sums.
+const MaxScaleFactor = 1e6
 
 // sfTables are the tables ScaleFactor infers the scale factor from, best
 // first: those whose row count is exactly BaseRows x SF come before
