@@ -11,6 +11,7 @@ import (
 	"gostachio/engine/gpu"
 	"gostachio/engine/storage"
 	"gostachio/engine/storage/alloc"
+	"gostachio/internal/units"
 	"gostachio/kernels/cpu"
 	"gostachio/plan"
 	"gostachio/scheduler"
@@ -125,13 +126,18 @@ type Remote interface {
 	Send(ctx context.Context, node, pipe, dev int, batches []*cpu.Batch) error
 }
 
+// MinMem is the least memory budget per device: a quarter of it for I/O
+// buffers must hold at least one aligned read of a column.
+const MinMem = 1 << 20
+
 // NewBackend prepares a run of p over dataset ds.
 func NewBackend(ds *dataset.Dataset, p *plan.Plan, opts BackendOptions) (*Backend, error) {
 	if opts.Devices <= 0 {
 		opts.Devices = runtime.GOMAXPROCS(0)
 	}
-	if opts.Mem <= 0 {
-		return nil, fmt.Errorf("engine: memory budget %d must be positive", opts.Mem)
+	if opts.Mem < MinMem*int64(max(opts.Devices, 1)) {
+		return nil, fmt.Errorf("engine: memory budget %s (--mem) below the %s per device a query needs at the least (%d devices)",
+			units.FormatBytes(opts.Mem), units.FormatBytes(MinMem), max(opts.Devices, 1))
 	}
 	if opts.Nodes <= 0 {
 		opts.Nodes = 1

@@ -13,6 +13,7 @@ import (
 	"gostachio/engine/gpu"
 	"gostachio/engine/storage"
 	"gostachio/engine/storage/alloc"
+	"gostachio/internal/units"
 	"gostachio/kernels/cpu"
 	"gostachio/plan"
 	"gostachio/scheduler"
@@ -138,7 +139,7 @@ func Query(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryOpt
 	if err != nil {
 		b.Close()
 		if errors.Is(err, scheduler.ErrStuck) {
-			return nil, fmt.Errorf("engine: query %s does not fit the memory budget of %d MiB (--mem): %w", p.Name, opts.Mem>>20, err)
+			return nil, fmt.Errorf("engine: query %s does not fit the memory budget of %s (--mem): %w", p.Name, units.FormatBytes(opts.Mem), err)
 		}
 		return nil, fmt.Errorf("engine: query %s: %w", p.Name, err)
 	}

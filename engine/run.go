@@ -47,7 +47,10 @@ type RunOptions struct {
 // comma-separated list into names, lowercased, "q01" as "q1"; a name not
 // among known is an error (ErrUnknownQuery) listing them.
 func ParseQueries(spec string, known []string) ([]string, error) {
-	if spec == "" || spec == "all" {
+	if strings.TrimSpace(spec) == "" {
+		return nil, fmt.Errorf("engine: no query given (--query q1,q6, or all)")
+	}
+	if spec == "all" {
 		return append([]string(nil), known...), nil
 	}
 	var out []string
@@ -73,6 +76,14 @@ func RunQueries(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) 
 	}
 	if err := CheckFormat(opts.Format); err != nil {
 		return err
+	}
+	for _, out := range []struct{ flag, path string }{{"--trace", opts.Trace}, {"--op-times", opts.OpTimes}} {
+		if out.path == "" {
+			continue
+		}
+		if err := atomicfile.CheckDir(out.path); err != nil {
+			return fmt.Errorf("engine: %s: %w", out.flag, err)
+		}
 	}
 	ds, err := dataset.Open(opts.Data)
 	if err != nil {

@@ -101,8 +101,32 @@ func (c Config) Validate() error {
 	case c.DevMem < 0:
 		return fmt.Errorf("scheduler: knob devmem=%d is negative", c.DevMem)
 	}
+	for _, k := range []struct {
+		name string
+		v    int
+	}{{"depth", c.Depth}, {"window", c.Window}, {"units", c.MinUnits}} {
+		if k.v > MaxKnobCount {
+			return fmt.Errorf("scheduler: knob %s=%d above %d", k.name, k.v, MaxKnobCount)
+		}
+	}
+	for _, k := range []struct {
+		name string
+		v    int64
+	}{{"chunk", c.Chunk}, {"gap", c.CombineGap}, {"meta", c.MetaBytes}, {"msg", c.Msg}, {"pinned", c.Pinned}, {"devmem", c.DevMem}} {
+		if k.v > MaxKnobBytes {
+			return fmt.Errorf("scheduler: knob %s=%s above %s", k.name, units.FormatBytes(k.v), units.FormatBytes(MaxKnobBytes))
+		}
+	}
 	return nil
 }
+
+// The largest knob values: counts of tasks or units in flight, and sizes.
+// Far past any machine's, they keep the state machine's arithmetic (counts
+// times sizes) within int64.
+const (
+	MaxKnobCount = 1 << 20
+	MaxKnobBytes = 1 << 50 // 1 PiB
+)
 
 type knobKind uint8
 
@@ -207,10 +231,10 @@ func (c *Config) Set(name, value string) error {
 		*k.i64(c) = n
 	case knobInt:
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return fmt.Errorf("scheduler: knob %s=%q: want a non-negative integer", name, value)
+		if err != nil {
+			return fmt.Errorf("scheduler: knob %s=%q: want an integer", name, value)
 		}
-		*k.i(c) = n
+		*k.i(c) = n // its range is Validate's, one message for every bad value
 	case knobBool:
 		switch strings.ToLower(v) {
 		case "on", "true", "1", "yes":

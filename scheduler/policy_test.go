@@ -37,7 +37,7 @@ func TestNewPolicyKnobs(t *testing.T) {
 		{"overlap", "chunck=8MiB", nil, `unknown knob "chunck"`},
 		{"overlap", "chunk=8XB", nil, `knob chunk="8XB"`},
 		{"overlap", "depth=0", nil, "knob depth=0 must be at least 1"},
-		{"overlap", "depth=-2", nil, `knob depth="-2": want a non-negative integer`},
+		{"overlap", "depth=-2", nil, `knob depth=-2 must be at least 1`},
 		{"overlap", "depth=two", nil, `knob depth="two"`},
 		{"overlap", "combine=maybe", nil, `knob combine="maybe": want on or off`},
 		{"overlap", "combine", nil, `--set item "combine" is not key=value`},

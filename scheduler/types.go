@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"gostachio/internal/units"
 
 	"gostachio/plan"
 	"gostachio/traces/event"
@@ -138,7 +139,8 @@ func (t Topology) Validate() error {
 		return fmt.Errorf("scheduler: topology needs at least one node, device, SSD and NIC: %+v", t)
 	}
 	if t.DeviceMem <= 0 || t.PinnedMem <= 0 {
-		return fmt.Errorf("scheduler: topology needs positive device and pinned memory: %+v", t)
+		return fmt.Errorf("scheduler: topology needs positive device and pinned memory (device %s, pinned %s)",
+			units.FormatBytes(t.DeviceMem), units.FormatBytes(t.PinnedMem))
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"gostachio/dataset"
 	"gostachio/engine"
+	"gostachio/internal/atomicfile"
 	"gostachio/plan"
 	"gostachio/sim"
 	"gostachio/tpch/queries"
@@ -26,6 +27,11 @@ func newSimCmd(g *globals) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.JSON = g.json
+			if o.Trace != "" {
+				if err := atomicfile.CheckDir(o.Trace); err != nil {
+					return fmt.Errorf("sim: --trace: %w", err)
+				}
+			}
 			if o.Nodes < 1 {
 				// SimOptions takes 0 for its default; a flag asks for a size.
 				return fmt.Errorf("sim: --nodes %d must be at least 1", o.Nodes)

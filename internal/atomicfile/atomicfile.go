@@ -53,3 +53,16 @@ func WriteFile(path string, data []byte) error {
 		return err
 	})
 }
+
+// CheckDir reports, before any work that will end in writing path, whether
+// its folder exists and takes new files: it creates and removes a
+// temporary file there, as Write will. The error names the folder.
+func CheckDir(path string) error {
+	dir := filepath.Dir(path)
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(path)+".check-")
+	if err != nil {
+		return fmt.Errorf("cannot write %s: %w", path, err)
+	}
+	tmp.Close()
+	return os.Remove(tmp.Name())
+}
