@@ -72,16 +72,22 @@ func TestCorruption(t *testing.T) {
 		t.Fatalf("data files: %v %v", dataFiles, err)
 	}
 	sort.Strings(dataFiles)
+	// Half the data mutations land in a buffer of a column the queries
+	// read (every one reads lineitem), the others anywhere in any file:
+	// most of a dataset's bytes are not read by a given query.
+	read := lineitemBuffers(t, src)
 	stamp := time.Now()
 	counts := map[string]int{}
 	for i := 0; i < n; i++ {
-		rng := rand.New(rand.NewPCG(seed, uint64(i)))
+		rng := rand.New(rand.NewPCG(seed, uint64(i)^seed<<32))
 		var what string
 		var restore func()
+		target := "data"
 		if rng.IntN(2) == 0 {
+			target = "manifest"
 			what, restore = mutateManifest(t, rng, mpath, pristine)
 		} else {
-			what, restore = mutateData(t, rng, dataFiles)
+			what, restore = mutateData(t, rng, dataFiles, read)
 		}
 		// A fresh modification time for every version of the manifest:
 		// Open caches by time and size, and a digit changed within the
@@ -93,13 +99,16 @@ func TestCorruption(t *testing.T) {
 		q := queries[rng.IntN(len(queries))]
 		outcome := runMutated(dir, q, answers[q], prefix[q])
 		counts[outcome.kind]++
+		counts[target+" "+outcome.kind]++
 		if outcome.bad != "" {
 			t.Errorf("mutation %d (seed %d) %s: %s: %s", i, seed, what, q, outcome.bad)
 		}
 		restore()
 	}
-	t.Logf("%d mutations (seed %d): %d refused naming the place, %d the official answer (the bytes or fields changed were not read), %d wrong",
-		n, seed, counts["refused"], counts["right"], counts["wrong"])
+	t.Logf("%d mutations (seed %d): %d refused naming the place, %d the official answer (the bytes or fields changed were not read), %d wrong; "+
+		"manifest fields: %d refused, %d right; data bytes: %d refused, %d right",
+		n, seed, counts["refused"], counts["right"], counts["wrong"],
+		counts["manifest refused"], counts["manifest right"], counts["data refused"], counts["data right"])
 	if counts["refused"] == 0 {
 		t.Error("no mutation was refused: the test did not reach the checks")
 	}
@@ -224,6 +233,9 @@ func mutateManifest(t *testing.T, rng *rand.Rand, mpath string, pristine []byte)
 				nv = same[rng.IntN(len(same))]
 			}
 		}
+		if nv == v { // zero, or ten times zero: change it all the same
+			nv = v + 1
+		}
 		set(nv)
 		what = fmt.Sprintf("manifest %s: %v -> %v", l.path, v, nv)
 	case string:
@@ -261,27 +273,61 @@ func mutateManifest(t *testing.T, rng *rand.Rand, mpath string, pristine []byte)
 	}
 }
 
-// mutateData changes bytes of one data file: one bit, one byte, or eight
-// bytes zeroed, anywhere in the file (buffers, padding, IPC metadata,
-// footer), and returns what it did and how to restore them.
-func mutateData(t *testing.T, rng *rand.Rand, files []string) (string, func()) {
+// span is a file region: a column buffer.
+type span struct {
+	file     string
+	off, len int64
+}
+
+// lineitemBuffers lists the column buffers of lineitem's chunks.
+func lineitemBuffers(t *testing.T, ds *dataset.Dataset) []span {
 	t.Helper()
-	path := files[rng.IntN(len(files))]
-	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	tm, err := ds.Table("lineitem")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		t.Fatal(err)
+	var out []span
+	for _, ch := range tm.Chunks {
+		for _, cc := range ch.Columns {
+			for _, b := range cc.Buffers {
+				if b.Len > 8 {
+					out = append(out, span{tm.Files[ch.File].Path, b.Off, b.Len})
+				}
+			}
+		}
 	}
+	return out
+}
+
+// mutateData changes bytes of one data file: one bit, one byte, or eight
+// bytes zeroed, in a buffer of read (half the time) or anywhere in any of
+// files (buffers, padding, IPC metadata, footer), and returns what it did
+// and how to restore them.
+func mutateData(t *testing.T, rng *rand.Rand, files []string, read []span) (string, func()) {
+	t.Helper()
 	n := int64(1)
 	kind := rng.IntN(3)
 	if kind == 2 {
 		n = 8
 	}
-	off := rng.Int64N(max(st.Size()-n, 1))
+	var path string
+	var off int64
+	if rng.IntN(2) == 0 {
+		b := read[rng.IntN(len(read))]
+		path, off = filepath.Join(filepath.Dir(files[0]), b.file), b.off+rng.Int64N(b.len-n)
+	} else {
+		path = files[rng.IntN(len(files))]
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		off = rng.Int64N(max(st.Size()-n, 1))
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
 	orig := make([]byte, n)
 	if _, err := f.ReadAt(orig, off); err != nil {
 		t.Fatal(err)
