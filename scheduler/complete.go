@@ -9,8 +9,17 @@ import (
 // Complete feeds back a completion of a task this scheduler created. It
 // frees what the task held, records what execution reported, and creates
 // the tasks that became possible (returned by the next Ready). A completion
-// of an unknown, foreign or already completed task is an error.
+// of an unknown, foreign or already completed task is an error. The
+// policy's Completed hook sees every accepted completion last.
 func (s *Scheduler) Complete(c Completion) error {
+	if err := s.complete(&c); err != nil {
+		return err
+	}
+	s.hooks.Completed(&s.view, &c)
+	return nil
+}
+
+func (s *Scheduler) complete(c *Completion) error {
 	t := c.Task
 	if t == nil || t.Node != s.node || int(t.ID) >= s.ntasks || s.Task(t.ID) != t {
 		return s.fail(fmt.Errorf("scheduler: node %d: completion of a task it did not create", s.node))
@@ -20,12 +29,13 @@ func (s *Scheduler) Complete(c Completion) error {
 	}
 	s.doneBits[t.ID>>6] |= 1 << (t.ID & 63)
 	s.running--
+	s.observe(c)
 	if c.Err != nil {
 		return s.fail(fmt.Errorf("scheduler: %s task %d (pipeline %d unit %d) failed: %w", t.Kind, t.ID, t.Pipeline, t.Unit, c.Err))
 	}
 	ps := &s.pipes[t.Pipeline]
 	if t.Unit < 0 {
-		return s.completePipeTask(ps, t, &c)
+		return s.completePipeTask(ps, t, c)
 	}
 	u := &s.units[ps.unitFirst+t.Unit]
 	if u.state != uStage || u.pend <= 0 && !(u.syncing && t.Kind == TaskSync) {
@@ -56,7 +66,7 @@ func (s *Scheduler) Complete(c Completion) error {
 		s.freeDev(u.dev, u.devIn)
 		u.devRes -= u.devIn
 		u.devIn = 0
-		s.kernelOutput(ps, u, &c)
+		s.kernelOutput(ps, u, c)
 		u.pend--
 		s.endStage(u)
 	case TaskD2H:
@@ -146,9 +156,10 @@ func (s *Scheduler) Deliver(p, dev int32, bytes, rows int64) {
 	s.addDev(dev, bytes)
 }
 
-// needSync reports whether the unit's stage ends with a host round trip.
+// needSync reports whether the unit's stage ends with a host round trip
+// (the policy's Sync hook).
 func (s *Scheduler) needSync(ps *pipe, stage int8) bool {
-	return s.cfg.StageSync || stage == stKernel && !s.cfg.Defer && ps.dataDep && ps.perUnitOut
+	return s.hooks.Sync(&s.view, int(ps.idx), Stage(stage))
 }
 
 // endStage is called when the tasks of the unit's stage are done: it adds
@@ -178,11 +189,8 @@ func (s *Scheduler) advance(u *unit) {
 		return
 	}
 	u.state = uQueued
-	dv.q[st] = append(dv.q[st], int32(ps.unitFirst+u.seq))
-	if s.cfg.Adaptive && st+1 < numStages && dv.qlen(st) > int(dv.limit[st+1]) && dv.limit[st] > 1 {
-		// The consumer is backed up: the producer runs one task fewer.
-		dv.limit[st]--
-	}
+	s.enqueue(dv, st, ps.unitFirst+u.seq)
+	s.hooks.Queued(&s.view, int(u.dev), Stage(st))
 }
 
 func (s *Scheduler) unitDone(ps *pipe, u *unit) {
@@ -276,7 +284,7 @@ func (s *Scheduler) stepFlush(ps *pipe, d int32) bool {
 		return true
 	case flOut:
 		pd.flush = flSync
-		if s.cfg.Defer && ps.dataDep && ps.perUnitOut && pd.hadUnits {
+		if pd.hadUnits && s.hooks.FlushSync(&s.view, int(ps.idx)) {
 			t := s.newTask(TaskSync, ps.idx, d)
 			t.OpKind = ps.sink
 			pd.pend = 1

@@ -177,13 +177,17 @@ var ErrIdle = errors.New("scheduler: backend has no task in flight")
 // flight: typically a single unit larger than the memory budget.
 var ErrStuck = errors.New("scheduler: no task can start within the memory budget")
 
-// Policy is a scheduling policy: a name and the resolved knob values the
-// state machine follows. Build one with NewPolicy (registered policies plus
-// --set overrides) or wrap a Config with PolicyOf.
+// Policy is a scheduling policy: a name, the resolved knob values and the
+// hooks that make its decisions (docs/policies.md). Build one with
+// NewPolicy (registered policies plus --set overrides) or wrap a Config
+// with PolicyOf.
 type Policy interface {
 	Name() string
 	// Config returns the policy's knobs (a copy; already validated).
 	Config() Config
+	// Hooks returns a fresh instance of the policy's decisions for one
+	// node's scheduler (each node's hooks keep their own state).
+	Hooks() Hooks
 }
 
 // Result summarizes a run.
