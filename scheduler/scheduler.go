@@ -145,17 +145,17 @@ const taskBlock = 1024
 // Scheduler is the state machine of one node. It is not safe for
 // concurrent use; Run drives it from one goroutine.
 type Scheduler struct {
-	plan   *plan.Plan
-	cfg    Config
-	hooks  Hooks
-	view   View
+	plan  *plan.Plan
+	cfg   Config
+	hooks Hooks
+	view  View
 	// prioMixed: some started pipeline has a priority other than 0, so
 	// queues are kept in priority order (otherwise in order of arrival).
 	prioMixed bool
-	topo   Topology
-	node   int32
-	pinBud int64
-	devBud int64
+	topo      Topology
+	node      int32
+	pinBud    int64
+	devBud    int64
 
 	blocks [][]Task // task storage; pointers stay valid
 	ntasks int
