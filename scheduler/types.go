@@ -130,6 +130,14 @@ type Topology struct {
 	// DeviceMem is the usable memory of one device; PinnedMem the pinned
 	// host memory of one node. Budgets (Config) may only lower them.
 	DeviceMem, PinnedMem int64
+	// Rates is the speed of one resource of each kind, indexed by
+	// ResourceKind, as far as the backend knows it (zero: unknown): one
+	// SSD (ResNVMe), one device's copy link per direction (ResH2D,
+	// ResD2H), one device's streaming compute, a scan kernel's byte rate
+	// (ResGPU), one NIC port per direction (ResNICOut, ResNICIn), and a
+	// host round trip's latency (ResHost). The scheduler does not use
+	// them; policies read them through the View.
+	Rates [NumResourceKinds]Rate
 }
 
 // Validate reports a topology the scheduler cannot run on.
@@ -139,6 +147,11 @@ func (t Topology) Validate() error {
 	}
 	if t.DeviceMem <= 0 || t.PinnedMem <= 0 {
 		return fmt.Errorf("scheduler: topology needs positive device and pinned memory: %+v", t)
+	}
+	for k, r := range t.Rates {
+		if r.Bandwidth < 0 || r.Bandwidth != r.Bandwidth || r.Latency < 0 {
+			return fmt.Errorf("scheduler: topology rate of %s: bandwidth %g B/s, latency %d ns: want finite, not negative", ResourceKind(k), r.Bandwidth, r.Latency)
+		}
 	}
 	return nil
 }
