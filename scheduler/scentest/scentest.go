@@ -12,9 +12,11 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/cockroachdb/datadriven"
 
+	"gostachio/internal/units"
 	"gostachio/plan"
 	"gostachio/scheduler"
 )
@@ -27,6 +29,9 @@ import (
 // Commands:
 //
 //	topology nodes=N devices=N ssds=N nics=N devmem=BYTES pinned=BYTES
+//	    [rate-KIND=BYTES/DURATION ...]   (a resource's bandwidth per second
+//	    and latency, as Topology.Rates: rate-nvme=1GiB/100us; kinds nvme,
+//	    h2d, d2h, gpu, nic-out, nic-in, host)
 //	table NAME rows=R chunks=N cols=a:8,b:4 [stats=a]   (stats: chunk i of
 //	    column a spans [100i, 100i+99])
 //	plan      one pipeline per input line, ops separated by " | ":
@@ -74,6 +79,9 @@ func Walk(t *testing.T, dir string) {
 }
 
 func setTopo(topo *scheduler.Topology, k, v string) error {
+	if kind, ok := strings.CutPrefix(k, "rate-"); ok {
+		return setRate(topo, kind, v)
+	}
 	switch k {
 	case "devmem", "pinned":
 		var c scheduler.Config
@@ -362,4 +370,29 @@ func (b *testBackend) Next(ctx context.Context) (scheduler.Completion, error) {
 	start := b.now
 	b.now += 1000
 	return scheduler.Completion{Task: t, Start: start, End: b.now, OutBytes: t.EstBytes, OutRows: t.EstRows}, nil
+}
+
+// setRate sets the rate of resource kind kind from "BYTES/DURATION" (bytes
+// per second, latency).
+func setRate(topo *scheduler.Topology, kind, v string) error {
+	bw, lat, ok := strings.Cut(v, "/")
+	if !ok {
+		return fmt.Errorf("topology rate-%s=%q: want BYTES/DURATION (e.g. 1GiB/100us)", kind, v)
+	}
+	for k := 0; k < scheduler.NumResourceKinds; k++ {
+		if scheduler.ResourceKind(k).String() != kind {
+			continue
+		}
+		b, err := units.ParseBytes(bw)
+		if err != nil {
+			return fmt.Errorf("topology rate-%s=%q: %w", kind, v, err)
+		}
+		d, err := time.ParseDuration(lat)
+		if err != nil {
+			return fmt.Errorf("topology rate-%s=%q: %w", kind, v, err)
+		}
+		topo.Rates[k] = scheduler.Rate{Bandwidth: float64(b), Latency: scheduler.Time(d.Nanoseconds())}
+		return nil
+	}
+	return fmt.Errorf("topology rate-%s: unknown resource kind", kind)
 }
