@@ -32,8 +32,8 @@ func init() {
 	cfg := overlapDefaults()
 	cfg.Adaptive = false
 	scheduler.MustRegister(scheduler.PolicyInfo{
-		Name: "littles",
-		Doc:  "bandwidth-aware admission: each stage's in-flight depth from the resources' rates by Little's law (observed once known, else the topology's), capped by depth; otherwise overlap",
+		Name:     "littles",
+		Doc:      "bandwidth-aware admission: each stage's in-flight depth from the resources' rates by Little's law (observed once known, else the topology's), capped by depth; otherwise overlap",
 		Defaults: cfg,
 		Params: []scheduler.Param{
 			{Name: "slack", Default: "1", Doc: "units in flight per stage beyond Little's law's estimate (absorbs variation)"},
