@@ -277,7 +277,9 @@ type PolicyInfo struct {
 // Param documents one parameter of a policy; Default is its text form as
 // --set takes it.
 type Param struct {
-	Name, Doc, Default string
+	Name    string `json:"name"`
+	Doc     string `json:"doc"`
+	Default string `json:"default"`
 }
 
 // Params are a policy's resolved parameters: every Param's value, its
