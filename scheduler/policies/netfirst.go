@@ -12,13 +12,18 @@ import (
 // plus the largest rank among the pipelines waiting for it), so the
 // pipelines that others wait for finish first; exchanges rank above
 // pipelines that end on the device, so their sends leave while the rest
-// computes. Reads hold back while the device's NIC has more than hold
-// bytes of sends in flight: the network, not the SSDs, paces an exchange
-// and reading ahead of it only fills memory. Everything else follows the
-// knobs (overlap's defaults).
+// computes. Optionally (hold) reads wait while the device's NIC has more
+// than hold bytes of sends in flight: the network, not the SSDs, paces an
+// exchange, and reading ahead of it only fills memory. Everything else
+// follows the knobs (overlap's defaults). The path ranking decides most:
+// in the simulator it gains where concurrent scans feed chains of
+// different length (q8, q10 on 16 DGX nodes at SF1000, ~2%) and loses
+// on others (q3 there by ~16%): a long path first is not always the
+// critical one once exchanges overlap.
 type netfirst struct {
 	scheduler.KnobHooks
 	hold int64
+	path bool
 	rank []int
 }
 
@@ -31,13 +36,18 @@ func init() {
 		Defaults: overlapDefaults(),
 		Params: []scheduler.Param{
 			{Name: "hold", Default: "0", Doc: "reads of a device wait while its NIC has more than this many bytes of sends in flight (0: never)"},
+			{Name: "path", Default: "on", Doc: "rank pipelines by their path to the result; off: exchanges first, otherwise order of arrival"},
 		},
 		New: func(cfg scheduler.Config, ps scheduler.Params) (scheduler.Hooks, error) {
 			hold, err := ps.Bytes("hold")
 			if err != nil {
 				return nil, err
 			}
-			return &netfirst{hold: hold}, nil
+			path, err := ps.Bool("path")
+			if err != nil {
+				return nil, err
+			}
+			return &netfirst{hold: hold, path: path}, nil
 		},
 	})
 }
@@ -53,6 +63,9 @@ func (h *netfirst) Init(v *scheduler.View) {
 	for i := n - 1; i >= 0; i-- {
 		p := &pl.Pipelines[i]
 		w := float64(v.ScanBytes(i)) + after[i]
+		if !h.path {
+			w = 0
+		}
 		if p.Sink().Kind.IsExchange() {
 			w += 1 << 20 // an exchange outranks an equal local pipeline
 		}
