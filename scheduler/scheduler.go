@@ -149,6 +149,9 @@ type Scheduler struct {
 	cfg   Config
 	hooks Hooks
 	view  View
+	// last is the completion being fed back (Complete), held here so
+	// that the hooks can see it without an allocation.
+	last Completion
 	// prioMixed: some started pipeline has a priority other than 0, so
 	// queues are kept in priority order (otherwise in order of arrival).
 	prioMixed bool
