@@ -18,7 +18,9 @@ func (s *Scheduler) Complete(c Completion) error {
 	if err := s.complete(&s.last); err != nil {
 		return err
 	}
-	s.hooks.Completed(&s.view, &s.last)
+	if s.knob == nil {
+		s.hooks.Completed(&s.view, &s.last)
+	}
 	return nil
 }
 
@@ -162,6 +164,9 @@ func (s *Scheduler) Deliver(p, dev int32, bytes, rows int64) {
 // needSync reports whether the unit's stage ends with a host round trip
 // (the policy's Sync hook).
 func (s *Scheduler) needSync(ps *pipe, stage int8) bool {
+	if s.knob != nil {
+		return s.knob.Sync(&s.view, int(ps.idx), Stage(stage))
+	}
 	return s.hooks.Sync(&s.view, int(ps.idx), Stage(stage))
 }
 
@@ -193,7 +198,11 @@ func (s *Scheduler) advance(u *unit) {
 	}
 	u.state = uQueued
 	s.enqueue(dv, st, ps.unitFirst+u.seq)
-	s.hooks.Queued(&s.view, int(u.dev), Stage(st))
+	if s.knob != nil {
+		s.knob.Queued(&s.view, int(u.dev), Stage(st))
+	} else {
+		s.hooks.Queued(&s.view, int(u.dev), Stage(st))
+	}
 }
 
 func (s *Scheduler) unitDone(ps *pipe, u *unit) {

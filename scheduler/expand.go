@@ -318,7 +318,12 @@ func (s *Scheduler) scanUnits(ps *pipe) {
 // node-wide metadata read). A choice outside the node's SSDs is an error of
 // the run (Err); the read goes to the paired SSD.
 func (s *Scheduler) ssd(dev int32, n int64) int32 {
-	i := s.hooks.SSD(&s.view, int(dev), n)
+	var i int
+	if s.knob != nil {
+		i = s.knob.SSD(&s.view, int(dev), n)
+	} else {
+		i = s.hooks.SSD(&s.view, int(dev), n)
+	}
 	if i < 0 || i >= s.topo.SSDs {
 		s.fail(fmt.Errorf("scheduler: policy places a read of device %d on SSD %d of %d", dev, i, s.topo.SSDs))
 		return max(dev, 0) % int32(s.topo.SSDs)

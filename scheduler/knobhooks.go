@@ -63,6 +63,10 @@ func (h *KnobHooks) Deal(v *View, p, i int) int { return i % v.Workers() }
 // the out stage its limit in flight, and reads start only while the
 // device has fewer than Window units in flight.
 func (h *KnobHooks) Admit(v *View, d int, st Stage, u UnitInfo) bool {
+	return h.admit(v, d, st)
+}
+
+func (h *KnobHooks) admit(v *View, d int, st Stage) bool {
 	n := v.InFlight(d, st)
 	if st != StageOut {
 		n += v.Waiting(d, st+1)

@@ -55,7 +55,11 @@ func (s *Scheduler) pump(d int32) {
 				progress = true
 			}
 		}
-		for _, st := range s.hooks.Order(v, int(d)) {
+		order := defaultOrder[:]
+		if s.knob == nil {
+			order = s.hooks.Order(v, int(d))
+		}
+		for _, st := range order {
 			if s.serve(dv, d, st) {
 				progress = true
 			}
@@ -64,7 +68,13 @@ func (s *Scheduler) pump(d int32) {
 			break
 		}
 	}
-	if s.hooks.Passed(v, int(d)) {
+	var again bool
+	if s.knob != nil {
+		again = s.knob.Passed(v, int(d))
+	} else {
+		again = s.hooks.Passed(v, int(d))
+	}
+	if again {
 		dv.dirty = true
 	}
 }
@@ -90,7 +100,11 @@ func (s *Scheduler) serve(dv *device, d int32, st Stage) bool {
 			ui = dv.q[q][dv.qh[q]]
 		}
 		u := &s.units[ui]
-		if !s.hooks.Admit(v, int(d), st, u.info()) {
+		if s.knob != nil {
+			if !s.knob.admit(v, int(d), st) {
+				return started
+			}
+		} else if !s.hooks.Admit(v, int(d), st, u.info()) {
 			return started
 		}
 		var ok bool

@@ -148,7 +148,11 @@ type Scheduler struct {
 	plan  *plan.Plan
 	cfg   Config
 	hooks Hooks
-	view  View
+	// knob is hooks when they are exactly KnobHooks: the hot hooks are
+	// then called directly, not through the interface (the same
+	// decisions, without a dynamic call and its arguments per task).
+	knob *KnobHooks
+	view View
 	// last is the completion being fed back (Complete), held here so
 	// that the hooks can see it without an allocation.
 	last Completion
@@ -231,6 +235,7 @@ func newScheduler(p *plan.Plan, cfg Config, hooks Hooks, topo Topology, node int
 	}
 	s := &Scheduler{plan: p, cfg: cfg, topo: topo, node: int32(node), hooks: hooks}
 	s.view.s = s
+	s.knob, _ = hooks.(*KnobHooks)
 	s.pinBud = topo.PinnedMem
 	if cfg.Pinned > 0 && cfg.Pinned < s.pinBud {
 		s.pinBud = cfg.Pinned
