@@ -58,16 +58,24 @@ func runHooked(t *testing.T, q string, h func() Hooks) (Result, error) {
 	return res, err
 }
 
-// runHookedLog runs q under overlap's knobs (adaptive off) with the hooks
-// h builds, and returns the order of the starts too.
 func runHookedLog(t *testing.T, q string, h func() Hooks) (Result, []string, error) {
+	t.Helper()
+	return runPolicyLog(t, q, "overlap", "adaptive=off,chunk=0,units=0", h)
+}
+
+// runPolicyLog runs q under the knobs of policy name with set, with the
+// hooks h builds, and returns the order of the starts too.
+func runPolicyLog(t *testing.T, q, name, set string, h func() Hooks) (Result, []string, error) {
 	t.Helper()
 	tables, _ := queries.Stats(0.05, 5000)
 	p, err := queries.Build(q, 0.05, tables)
 	if err != nil {
 		t.Fatal(err)
 	}
-	base, _ := NewPolicy("overlap", "adaptive=off,chunk=0,units=0")
+	base, err := NewPolicy(name, set)
+	if err != nil {
+		t.Fatal(err)
+	}
 	topo := Topology{Nodes: 2, Devices: 2, SSDs: 2, NICs: 1, DeviceMem: 1 << 30, PinnedMem: 1 << 30}
 	b := newTestBackend(topo, "fifo", 0)
 	var log []string
@@ -115,5 +123,35 @@ func TestViewLiveState(t *testing.T) {
 	// Two nodes: h is the last node's hooks, which saw that node's tasks.
 	if h.completed == 0 || int64(h.completed) > res.Tasks || h.maxBytes <= 0 || h.unobserved > 0 {
 		t.Errorf("hooks saw %d completions of %d (%d reads unobserved), %d bytes in flight at most", h.completed, res.Tasks, h.unobserved, h.maxBytes)
+	}
+}
+
+// embedded overrides nothing: every decision goes through the Hooks
+// interface to the embedded KnobHooks.
+type embedded struct{ KnobHooks }
+
+// TestKnobHooksPaths: the scheduler calls KnobHooks' hot hooks directly
+// when they are a policy's hooks, and through the interface when a policy
+// embeds them; both must decide the same, task for task.
+func TestKnobHooksPaths(t *testing.T) {
+	for _, tc := range []struct{ q, policy, set string }{
+		{"q6", "serial", ""},
+		{"q6", "double-buffer", ""},
+		{"q3", "pipeline", ""},
+		{"q3", "overlap", ""},
+		{"q3", "overlap", "adaptive=off,window=3,msg=0"},
+		{"q6", "overlap", "multipath=off,dynbuf=off,defer=off"},
+	} {
+		a, la, err := runPolicyLog(t, tc.q, tc.policy, tc.set, func() Hooks { return &KnobHooks{} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, lb, err := runPolicyLog(t, tc.q, tc.policy, tc.set, func() Hooks { return &embedded{} })
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a != b || strings.Join(la, " ") != strings.Join(lb, " ") {
+			t.Errorf("%s %s %q: direct and interface paths differ: %+v vs %+v", tc.q, tc.policy, tc.set, a, b)
+		}
 	}
 }

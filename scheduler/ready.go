@@ -32,8 +32,11 @@ func (s *Scheduler) Ready(now Time) []*Task {
 		}
 	}
 	s.running += len(s.ready)
-	for _, t := range s.ready {
-		s.startedTask(t)
+	if s.knob == nil {
+		// The live state per resource; KnobHooks do not read it.
+		for _, t := range s.ready {
+			s.startedTask(t)
+		}
 	}
 	s.out = append(s.out[:0], s.ready...)
 	s.ready = s.ready[:0]
@@ -55,13 +58,15 @@ func (s *Scheduler) pump(d int32) {
 				progress = true
 			}
 		}
-		order := defaultOrder[:]
-		if s.knob == nil {
-			order = s.hooks.Order(v, int(d))
-		}
-		for _, st := range order {
-			if s.serve(dv, d, st) {
+		if s.knob != nil {
+			if s.serveKnobs(dv, d) {
 				progress = true
+			}
+		} else {
+			for _, st := range s.hooks.Order(v, int(d)) {
+				if s.serve(dv, d, st) {
+					progress = true
+				}
 			}
 		}
 		if !progress {
@@ -100,11 +105,7 @@ func (s *Scheduler) serve(dv *device, d int32, st Stage) bool {
 			ui = dv.q[q][dv.qh[q]]
 		}
 		u := &s.units[ui]
-		if s.knob != nil {
-			if !s.knob.admit(v, int(d), st) {
-				return started
-			}
-		} else if !s.hooks.Admit(v, int(d), st, u.info()) {
+		if !s.hooks.Admit(v, int(d), st, u.info()) {
 			return started
 		}
 		var ok bool
@@ -128,6 +129,43 @@ func (s *Scheduler) serve(dv *device, d int32, st Stage) bool {
 		}
 		started = true
 	}
+}
+
+// serveKnobs is serve under KnobHooks: their Order (out, kernel, h2d,
+// read) and their Admit (the limits they keep, the window) read directly,
+// without a dynamic call per unit. KnobHooks.Admit is the same rule.
+func (s *Scheduler) serveKnobs(dv *device, d int32) bool {
+	lim, window, started := &s.knob.limit[d], int32(s.cfg.Window), false
+	for dv.qlen(stKernel) > 0 && dv.inflight[stOut] < lim[stOut] {
+		if !s.startOut(&s.units[dv.q[stKernel][dv.qh[stKernel]]]) {
+			break
+		}
+		dv.pop(stKernel)
+		started = true
+	}
+	for dv.qlen(stH2D) > 0 && dv.inflight[stKernel]+int32(dv.qlen(stKernel)) < lim[stKernel] {
+		if !s.startKernel(&s.units[dv.q[stH2D][dv.qh[stH2D]]]) {
+			break
+		}
+		dv.pop(stH2D)
+		started = true
+	}
+	for dv.qlen(stRead) > 0 && dv.inflight[stH2D]+int32(dv.qlen(stH2D)) < lim[stH2D] {
+		if !s.startH2D(&s.units[dv.q[stRead][dv.qh[stRead]]]) {
+			break
+		}
+		dv.pop(stRead)
+		started = true
+	}
+	for dv.head < len(dv.pending) && dv.inflight[stRead]+int32(dv.qlen(stRead)) < lim[stRead] &&
+		(window == 0 || dv.window < window) {
+		if !s.startRead(&s.units[dv.pending[dv.head]]) {
+			break
+		}
+		dv.head++
+		started = true
+	}
+	return started
 }
 
 // info is what the policy sees of u.

@@ -88,7 +88,9 @@ func (v *View) ScanBytes(p int) int64 {
 }
 
 // InFlightBytes is the bytes of the node's tasks on resource r that were
-// started and have not completed (a send counts on its NIC egress).
+// started and have not completed (a send counts on its NIC egress). The
+// scheduler keeps the per-resource state (InFlightBytes, InFlightTasks,
+// Observed) for every policy but KnobHooks itself, which reads none of it.
 func (v *View) InFlightBytes(r Resource) int64 {
 	i := v.s.slot(r)
 	if i < 0 {
