@@ -105,6 +105,11 @@ type BackendOptions struct {
 	// unless GPUHybrid runs such pipelines on the host (PlaceGPU).
 	GPU       *gpu.Device
 	GPUHybrid bool
+	// Rates is what the caller knows of the machine's resources (from a
+	// calibration profile), handed to policies in the topology; zero
+	// (the default): unknown, and rate-aware policies go by the rates
+	// they observe.
+	Rates [scheduler.NumResourceKinds]scheduler.Rate
 	// NoVerify skips checking every read buffer against the CRC-32C its
 	// dataset's manifest recorded (datasets without checksums are never
 	// checked). With the check, a file changed behind the manifest fails
@@ -154,7 +159,7 @@ func NewBackend(ds *dataset.Dataset, p *plan.Plan, opts BackendOptions) (*Backen
 	pinned := opts.Mem / 4
 	b := &Backend{ds: ds, plan: p, clock: storage.NewMonotonicClock(), node: int32(opts.Node),
 		topo: scheduler.Topology{Nodes: opts.Nodes, Devices: opts.Devices, SSDs: 1, NICs: 1,
-			DeviceMem: (opts.Mem - pinned) / int64(opts.Devices), PinnedMem: pinned},
+			DeviceMem: (opts.Mem - pinned) / int64(opts.Devices), PinnedMem: pinned, Rates: opts.Rates},
 		slots: make(chan struct{}, runtime.GOMAXPROCS(0)), notify: make(chan struct{}, 1),
 		reads: map[uint64]pendingRead{}}
 	b.ctx, b.cancel = context.WithCancel(context.Background())

@@ -59,6 +59,9 @@ func TestShippedSpecs(t *testing.T) {
 		"sensitivity":   3 * 1 * 6 * 5 * 3,
 		"ablation":      21 * 9 * 6,
 		"engine-small":  3 * 2 * 6,
+		// The policies of package scheduler/policies against overlap.
+		"policies-littles":  1 * 2 * 5,
+		"policies-netfirst": 1 * 2 * 5,
 	}
 	files, err := filepath.Glob("specs/*.yaml")
 	if err != nil || len(files) != len(want) {

@@ -9,8 +9,29 @@ import (
 // Complete feeds back a completion of a task this scheduler created. It
 // frees what the task held, records what execution reported, and creates
 // the tasks that became possible (returned by the next Ready). A completion
-// of an unknown, foreign or already completed task is an error.
+// of an unknown, foreign or already completed task is an error. The
+// policy's Completed hook sees every accepted completion last.
 func (s *Scheduler) Complete(c Completion) error {
+	if s.knob != nil {
+		// KnobHooks learn nothing from completions.
+		return s.complete(&c)
+	}
+	return s.completeHooked(c)
+}
+
+// completeHooked is Complete for hooks that are told of completions. They
+// see a copy held by the scheduler: the address of c would escape through
+// the interface and cost an allocation per task.
+func (s *Scheduler) completeHooked(c Completion) error {
+	s.last = c
+	if err := s.complete(&s.last); err != nil {
+		return err
+	}
+	s.hooks.Completed(&s.view, &s.last)
+	return nil
+}
+
+func (s *Scheduler) complete(c *Completion) error {
 	t := c.Task
 	if t == nil || t.Node != s.node || int(t.ID) >= s.ntasks || s.Task(t.ID) != t {
 		return s.fail(fmt.Errorf("scheduler: node %d: completion of a task it did not create", s.node))
@@ -20,12 +41,15 @@ func (s *Scheduler) Complete(c Completion) error {
 	}
 	s.doneBits[t.ID>>6] |= 1 << (t.ID & 63)
 	s.running--
+	if s.knob == nil {
+		s.observe(c)
+	}
 	if c.Err != nil {
 		return s.fail(fmt.Errorf("scheduler: %s task %d (pipeline %d unit %d) failed: %w", t.Kind, t.ID, t.Pipeline, t.Unit, c.Err))
 	}
 	ps := &s.pipes[t.Pipeline]
 	if t.Unit < 0 {
-		return s.completePipeTask(ps, t, &c)
+		return s.completePipeTask(ps, t, c)
 	}
 	u := &s.units[ps.unitFirst+t.Unit]
 	if u.state != uStage || u.pend <= 0 && !(u.syncing && t.Kind == TaskSync) {
@@ -56,7 +80,7 @@ func (s *Scheduler) Complete(c Completion) error {
 		s.freeDev(u.dev, u.devIn)
 		u.devRes -= u.devIn
 		u.devIn = 0
-		s.kernelOutput(ps, u, &c)
+		s.kernelOutput(ps, u, c)
 		u.pend--
 		s.endStage(u)
 	case TaskD2H:
@@ -146,9 +170,13 @@ func (s *Scheduler) Deliver(p, dev int32, bytes, rows int64) {
 	s.addDev(dev, bytes)
 }
 
-// needSync reports whether the unit's stage ends with a host round trip.
+// needSync reports whether the unit's stage ends with a host round trip
+// (the policy's Sync hook).
 func (s *Scheduler) needSync(ps *pipe, stage int8) bool {
-	return s.cfg.StageSync || stage == stKernel && !s.cfg.Defer && ps.dataDep && ps.perUnitOut
+	if s.knob != nil {
+		return s.knob.Sync(&s.view, int(ps.idx), Stage(stage))
+	}
+	return s.hooks.Sync(&s.view, int(ps.idx), Stage(stage))
 }
 
 // endStage is called when the tasks of the unit's stage are done: it adds
@@ -178,10 +206,11 @@ func (s *Scheduler) advance(u *unit) {
 		return
 	}
 	u.state = uQueued
-	dv.q[st] = append(dv.q[st], int32(ps.unitFirst+u.seq))
-	if s.cfg.Adaptive && st+1 < numStages && dv.qlen(st) > int(dv.limit[st+1]) && dv.limit[st] > 1 {
-		// The consumer is backed up: the producer runs one task fewer.
-		dv.limit[st]--
+	s.enqueue(dv, st, ps.unitFirst+u.seq)
+	if s.knob != nil {
+		s.knob.Queued(&s.view, int(u.dev), Stage(st))
+	} else {
+		s.hooks.Queued(&s.view, int(u.dev), Stage(st))
 	}
 }
 
@@ -276,7 +305,7 @@ func (s *Scheduler) stepFlush(ps *pipe, d int32) bool {
 		return true
 	case flOut:
 		pd.flush = flSync
-		if s.cfg.Defer && ps.dataDep && ps.perUnitOut && pd.hadUnits {
+		if pd.hadUnits && s.hooks.FlushSync(&s.view, int(ps.idx)) {
 			t := s.newTask(TaskSync, ps.idx, d)
 			t.OpKind = ps.sink
 			pd.pend = 1

@@ -40,10 +40,11 @@
 //	       gather: to worker 0). Units that aggregate or build skip it:
 //	       their output stays on the device.
 //
-// A stage starts a unit only while it has fewer than its limit in flight plus
-// queued behind it (Depth; adaptive regulation moves each limit within
-// [1, Depth]), the device has fewer than Window units in flight, and the
-// memory fits. Host syncs (TaskSync) follow every stage under StageSync, and
+// A stage starts a unit only while the policy admits it and the memory
+// fits. Under the knobs (KnobHooks) a stage admits a unit while it has
+// fewer than its limit in flight plus queued behind it (Depth; adaptive
+// regulation moves each limit within [1, Depth]) and the device has fewer
+// than Window units in flight. Host syncs (TaskSync) follow every stage under StageSync, and
 // every data-dependent kernel with a per-unit output unless Defer, which
 // instead syncs once per device at the end of the pipeline. When a device's
 // units are done, the pipeline flushes there: a finalize kernel (sort, top-k,
@@ -54,6 +55,17 @@
 // host merge of its parts. A pipeline's retained output (hash table,
 // received partitions, final state) is freed when every pipeline reading it
 // has finished.
+//
+// # Policies
+//
+// Every decision above that a policy may make differently is a method of
+// Hooks: unit size and dealing, admission, the order of stages and the
+// priority of pipelines, SSD and NIC placement, syncs, buffer sizes and
+// exchange batching, told of every completion. KnobHooks makes them from
+// a Config's knobs; package scheduler/policies holds policies that make
+// some of them otherwise, one file each, registered by name (Register).
+// Hooks see the topology with each resource's rates and the live state
+// through a read-only View, and stay deterministic (docs/policies.md).
 //
 // # Limitations
 //

@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"fmt"
 	"math"
+	"sort"
 
 	"gostachio/plan"
 )
@@ -159,6 +161,11 @@ func forSpans(ch *plan.ChunkStats, cols []int, combine bool, gap int64, fn func(
 func (s *Scheduler) activate(ps *pipe) {
 	ps.active = true
 	ps.unitFirst = int32(len(s.units))
+	ps.prio = int32(s.hooks.Priority(&s.view, int(ps.idx)))
+	ps.msg = max(0, s.hooks.MsgBytes(&s.view, int(ps.idx)))
+	if ps.prio != 0 {
+		s.prioMixed = true
+	}
 	pl := ps.p
 	if pl.Source.Kind == plan.SourceScan {
 		s.scanUnits(ps)
@@ -168,7 +175,7 @@ func (s *Scheduler) activate(ps *pipe) {
 			t.Table = int32(pl.Source.Table)
 			t.File = 0
 			t.Bytes = s.cfg.MetaBytes
-			t.Res = Resource{Kind: ResNVMe, Node: s.node, Index: s.ssd(0, t.Bytes)}
+			t.Res = Resource{Kind: ResNVMe, Node: s.node, Index: s.ssd(-1, t.Bytes)}
 			ps.tableMeta = t
 		} else {
 			ps.metaDone = true
@@ -187,8 +194,7 @@ func (s *Scheduler) activate(ps *pipe) {
 			u.rows, u.bytes = rows, bytes
 			u.outRows, u.out = Estimate(ps.unitOps, rows, bytes)
 			u.stage, u.state = stH2D, uQueued
-			dv := &s.devs[d]
-			dv.q[stH2D] = append(dv.q[stH2D], int32(len(s.units)-1))
+			s.enqueue(&s.devs[d], stH2D, int32(len(s.units)-1))
 		}
 	}
 	if ps.aggOp >= 0 {
@@ -207,6 +213,9 @@ func (s *Scheduler) activate(ps *pipe) {
 		}
 	}
 	for d := range s.devs {
+		if s.prioMixed {
+			s.sortPending(&s.devs[d])
+		}
 		s.devs[d].dirty = true
 	}
 	s.active = append(s.active, ps.idx)
@@ -251,7 +260,11 @@ func (s *Scheduler) scanUnits(ps *pipe) {
 		}
 		mine, dev := false, int32(0)
 		if cur.place < 0 {
-			w := seq % W
+			w := s.hooks.Deal(&s.view, int(ps.idx), seq)
+			if w < 0 || w >= W {
+				s.fail(fmt.Errorf("scheduler: policy deals unit %d of pipeline %d to worker %d of %d", seq, ps.idx, w, W))
+				w = seq % W
+			}
 			seq++
 			mine, dev = w/s.topo.Devices == int(s.node), int32(w%s.topo.Devices)
 		} else if int(cur.place)%s.topo.Nodes == int(s.node) {
@@ -275,22 +288,7 @@ func (s *Scheduler) scanUnits(ps *pipe) {
 		}
 		cur.n, cur.rows, cur.size, cur.read = 0, 0, 0, 0
 	}
-	limit := s.cfg.Chunk
-	if s.cfg.MinUnits > 0 && limit > 0 {
-		// Balance: units no larger than the surviving projected bytes over
-		// MinUnits per worker, so every worker gets several and the last
-		// one does not run alone (a small scan would otherwise make fewer
-		// units than workers, or one unit too many for one of them).
-		var total int64
-		for c := range t.Chunks {
-			if t.Survives(c, prune) {
-				for _, col := range ps.cols {
-					total += t.Chunks[c].Bytes[col]
-				}
-			}
-		}
-		limit = min(limit, max(1, total/int64(W*s.cfg.MinUnits)))
-	}
+	limit := max(0, s.hooks.UnitBytes(&s.view, int(ps.idx)))
 	for c := range t.Chunks {
 		if !t.Survives(c, prune) {
 			emit()
@@ -316,25 +314,55 @@ func (s *Scheduler) scanUnits(ps *pipe) {
 	emit()
 }
 
-// ssd picks the SSD of a read of n bytes for device dev: with multi-path
-// the SSD with the fewest bytes assigned so far on the node (ties: lowest
-// index), so reads of uneven sizes still balance; else the device's paired
-// SSD.
+// ssd is the policy's SSD for a read of n bytes for device dev (-1: a
+// node-wide metadata read). A choice outside the node's SSDs is an error of
+// the run (Err); the read goes to the paired SSD.
 func (s *Scheduler) ssd(dev int32, n int64) int32 {
-	if s.cfg.Multipath {
-		best := 0
-		for i := 1; i < len(s.ssdBytes); i++ {
-			if s.ssdBytes[i] < s.ssdBytes[best] {
-				best = i
-			}
-		}
-		s.ssdBytes[best] += n
-		return int32(best)
+	var i int
+	if s.knob != nil {
+		i = s.knob.SSD(&s.view, int(dev), n)
+	} else {
+		i = s.hooks.SSD(&s.view, int(dev), n)
 	}
-	if dev < 0 {
-		dev = 0
+	if i < 0 || i >= s.topo.SSDs {
+		s.fail(fmt.Errorf("scheduler: policy places a read of device %d on SSD %d of %d", dev, i, s.topo.SSDs))
+		return max(dev, 0) % int32(s.topo.SSDs)
 	}
-	return dev % int32(s.topo.SSDs)
+	return int32(i)
+}
+
+// sendNIC is the policy's NIC for a send of device dev; like ssd, a
+// choice outside the node's NICs is an error of the run.
+func (s *Scheduler) sendNIC(dev int32) int32 {
+	i := s.hooks.NIC(&s.view, int(dev))
+	if i < 0 || i >= s.topo.NICs {
+		s.fail(fmt.Errorf("scheduler: policy places a send of device %d on NIC %d of %d", dev, i, s.topo.NICs))
+		return s.nic(dev)
+	}
+	return int32(i)
+}
+
+// enqueue appends unit ui to device queue q (units done with stage q,
+// waiting for the next), before the units of pipelines of lower priority.
+func (s *Scheduler) enqueue(dv *device, q int, ui int32) {
+	dv.q[q] = append(dv.q[q], ui)
+	if !s.prioMixed {
+		return
+	}
+	a := dv.q[q]
+	p := s.pipes[s.units[ui].pipe].prio
+	for j := len(a) - 1; j > dv.qh[q] && s.pipes[s.units[a[j-1]].pipe].prio < p; j-- {
+		a[j], a[j-1] = a[j-1], a[j]
+	}
+}
+
+// sortPending puts device d's units not yet started in priority order
+// (stable: order of arrival among equals).
+func (s *Scheduler) sortPending(dv *device) {
+	rest := dv.pending[dv.head:]
+	sort.SliceStable(rest, func(i, j int) bool {
+		return s.pipes[s.units[rest[i]].pipe].prio > s.pipes[s.units[rest[j]].pipe].prio
+	})
 }
 
 func (s *Scheduler) nic(dev int32) int32 {

@@ -16,6 +16,7 @@ func ListPolicies(w io.Writer, jsonOut bool) error {
 		Name     string            `json:"name"`
 		Doc      string            `json:"doc"`
 		Defaults map[string]string `json:"defaults"`
+		Params   []Param           `json:"params,omitempty"`
 	}
 	pols := Policies()
 	if jsonOut {
@@ -24,7 +25,7 @@ func ListPolicies(w io.Writer, jsonOut bool) error {
 			Policies []jpol     `json:"policies"`
 		}{Knobs: Knobs()}
 		for _, p := range pols {
-			jp := jpol{Name: p.Name, Doc: p.Doc, Defaults: map[string]string{}}
+			jp := jpol{Name: p.Name, Doc: p.Doc, Defaults: map[string]string{}, Params: p.Params}
 			for _, k := range knobs {
 				v, err := p.Defaults.Get(k.name)
 				if err != nil {
@@ -64,7 +65,20 @@ func ListPolicies(w io.Writer, jsonOut bool) error {
 		fmt.Fprintf(tw, "\t%s\n", k.doc)
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "Set knobs with --policy NAME --set k=v,k=v (bytes take units: 8MiB; booleans on/off).")
+	params := false
+	for _, p := range pols {
+		for _, pr := range p.Params {
+			if !params {
+				fmt.Fprintln(tw, "POLICY\tPARAMETER\tDEFAULT\tMEANING")
+				params = true
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", p.Name, pr.Name, pr.Default, pr.Doc)
+		}
+	}
+	if params {
+		fmt.Fprintln(tw)
+	}
+	fmt.Fprintln(tw, "Set knobs and a policy's parameters with --policy NAME --set k=v,k=v (bytes take units: 8MiB; booleans on/off).")
 	if err := tw.Flush(); err != nil {
 		return fmt.Errorf("scheduler: list policies: %w", err)
 	}

@@ -122,7 +122,7 @@ func RunNode(ctx context.Context, p *plan.Plan, pol Policy, b Backend, node int,
 	if err := topo.Validate(); err != nil {
 		return res, err
 	}
-	s, err := New(p, pol.Config(), topo, node)
+	s, err := NewFor(p, pol, topo, node)
 	if err != nil {
 		return res, err
 	}
@@ -161,6 +161,9 @@ func RunNode(ctx context.Context, p *plan.Plan, pol Policy, b Backend, node int,
 		}
 		if err := settleNode(s, net); err != nil {
 			return res, err
+		}
+		if s.err != nil {
+			return res, s.err
 		}
 		if s.Done() {
 			break

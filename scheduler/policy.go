@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -281,18 +282,110 @@ func knobNames() string {
 	return strings.Join(names, ", ")
 }
 
-// PolicyInfo is a registered policy: its name, what it models and its
-// defaults.
+// PolicyInfo is a registered policy: its name, what it models, its knob
+// defaults, its own parameters and how to build its hooks.
 type PolicyInfo struct {
 	Name     string
 	Doc      string
 	Defaults Config
+	// Params are the policy's own parameters beyond the knobs, set with
+	// --set like knobs (a name may not be a knob's).
+	Params []Param
+	// New builds the hooks of one node's scheduler from the resolved
+	// knobs and parameters; it is called once per node of every run (and
+	// once by NewPolicy to check the values). nil: KnobHooks, the knobs'
+	// own decisions.
+	New func(cfg Config, params Params) (Hooks, error)
+}
+
+// Param documents one parameter of a policy; Default is its text form as
+// --set takes it.
+type Param struct {
+	Name    string `json:"name"`
+	Doc     string `json:"doc"`
+	Default string `json:"default"`
+}
+
+// Params are a policy's resolved parameters: every Param's value, its
+// default unless --set gave one.
+type Params struct {
+	policy string
+	names  []string
+	vals   []string
+}
+
+// String is the text of parameter name ("" if the policy has none such).
+func (p Params) String(name string) string {
+	for i, n := range p.names {
+		if n == name {
+			return p.vals[i]
+		}
+	}
+	return ""
+}
+
+// Float parses parameter name as a number.
+func (p Params) Float(name string) (float64, error) {
+	v, err := strconv.ParseFloat(strings.TrimSpace(p.String(name)), 64)
+	if err != nil {
+		return 0, fmt.Errorf("scheduler: policy %s: parameter %s=%q: want a number", p.policy, name, p.String(name))
+	}
+	return v, nil
+}
+
+// Int parses parameter name as a non-negative integer.
+func (p Params) Int(name string) (int, error) {
+	v, err := strconv.Atoi(strings.TrimSpace(p.String(name)))
+	if err != nil || v < 0 {
+		return 0, fmt.Errorf("scheduler: policy %s: parameter %s=%q: want a non-negative integer", p.policy, name, p.String(name))
+	}
+	return v, nil
+}
+
+// Bytes parses parameter name as a size ("8MiB").
+func (p Params) Bytes(name string) (int64, error) {
+	v, err := units.ParseBytes(strings.TrimSpace(p.String(name)))
+	if err != nil {
+		return 0, fmt.Errorf("scheduler: policy %s: parameter %s=%q: %w", p.policy, name, p.String(name), err)
+	}
+	return v, nil
+}
+
+// Bool parses parameter name as on/off.
+func (p Params) Bool(name string) (bool, error) {
+	switch strings.ToLower(strings.TrimSpace(p.String(name))) {
+	case "on", "true", "1", "yes":
+		return true, nil
+	case "off", "false", "0", "no":
+		return false, nil
+	}
+	return false, fmt.Errorf("scheduler: policy %s: parameter %s=%q: want on or off", p.policy, name, p.String(name))
+}
+
+// Encode writes the parameters as a --set string ("k=v,k=v", in the
+// policy's order; "" without parameters).
+func (p Params) Encode() string {
+	parts := make([]string, len(p.names))
+	for i := range p.names {
+		parts[i] = p.names[i] + "=" + p.vals[i]
+	}
+	return strings.Join(parts, ",")
+}
+
+func defaultParams(info *PolicyInfo) Params {
+	ps := Params{policy: info.Name}
+	for _, p := range info.Params {
+		ps.names = append(ps.names, p.Name)
+		ps.vals = append(ps.vals, p.Default)
+	}
+	return ps
 }
 
 var registry []PolicyInfo
 
-// Register adds a policy to the registry. It fails on a duplicate or empty
-// name and on invalid defaults.
+// Register adds a policy to the registry (a policy's package calls it from
+// init). It fails on a duplicate or empty name, invalid defaults, a
+// parameter named like a knob or twice, and defaults its New refuses.
 func Register(p PolicyInfo) error {
 	if p.Name == "" {
 		return fmt.Errorf("scheduler: register: empty policy name")
@@ -305,8 +398,28 @@ func Register(p PolicyInfo) error {
 			return fmt.Errorf("scheduler: register: policy %q already registered", p.Name)
 		}
 	}
+	seen := map[string]bool{}
+	for _, pr := range p.Params {
+		if pr.Name == "" || findKnob(pr.Name) != nil || seen[pr.Name] || strings.ContainsAny(pr.Name, "=, ") {
+			return fmt.Errorf("scheduler: register %s: parameter name %q is empty, a knob's, malformed or given twice", p.Name, pr.Name)
+		}
+		seen[pr.Name] = true
+	}
+	if p.New != nil {
+		if _, err := p.New(p.Defaults, defaultParams(&p)); err != nil {
+			return fmt.Errorf("scheduler: register %s: defaults: %w", p.Name, err)
+		}
+	}
 	registry = append(registry, p)
 	return nil
+}
+
+// MustRegister is Register for a policy package's init: a policy that
+// cannot register is a programming error of that package.
+func MustRegister(p PolicyInfo) {
+	if err := Register(p); err != nil {
+		panic(err)
+	}
 }
 
 // Policies lists the registered policies in registration order.
@@ -315,16 +428,43 @@ func Policies() []PolicyInfo {
 }
 
 // NewPolicy returns the named policy with the --set string applied on top of
-// its defaults ("" for none).
+// its defaults ("" for none): knobs and the policy's own parameters.
 func NewPolicy(name, set string) (Policy, error) {
-	for _, p := range registry {
-		if p.Name == name {
-			cfg := p.Defaults
-			if err := cfg.Apply(set); err != nil {
-				return nil, fmt.Errorf("scheduler: policy %s: %w", name, err)
-			}
-			return policy{name: name, cfg: cfg}, nil
+	for i := range registry {
+		info := &registry[i]
+		if info.Name != name {
+			continue
 		}
+		cfg := info.Defaults
+		params := defaultParams(info)
+		var knobSet []string
+		seen := map[string]bool{}
+		for _, item := range strings.Split(set, ",") {
+			key, val, ok := strings.Cut(strings.TrimSpace(item), "=")
+			key = strings.TrimSpace(key)
+			j := slices.Index(params.names, key)
+			if !ok || key == "" || j < 0 {
+				knobSet = append(knobSet, item)
+				continue
+			}
+			if seen[key] {
+				return nil, fmt.Errorf("scheduler: policy %s: --set names parameter %q twice", name, key)
+			}
+			seen[key] = true
+			params.vals[j] = strings.TrimSpace(val)
+		}
+		if err := cfg.Apply(strings.Join(knobSet, ",")); err != nil {
+			if len(params.names) > 0 && strings.Contains(err.Error(), "unknown knob") {
+				err = fmt.Errorf("%w; parameters of %s: %s", err, name, strings.Join(params.names, ", "))
+			}
+			return nil, fmt.Errorf("scheduler: policy %s: %w", name, err)
+		}
+		if info.New != nil {
+			if _, err := info.New(cfg, params); err != nil {
+				return nil, err
+			}
+		}
+		return policy{name: name, cfg: cfg, params: params, newHooks: info.New}, nil
 	}
 	names := make([]string, len(registry))
 	for i, p := range registry {
@@ -335,7 +475,7 @@ func NewPolicy(name, set string) (Policy, error) {
 }
 
 // PolicyOf wraps a Config as a Policy named name (for experiments that build
-// knobs programmatically). It validates cfg.
+// knobs programmatically): KnobHooks under cfg. It validates cfg.
 func PolicyOf(name string, cfg Config) (Policy, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -344,14 +484,32 @@ func PolicyOf(name string, cfg Config) (Policy, error) {
 }
 
 type policy struct {
-	name string
-	cfg  Config
+	name     string
+	cfg      Config
+	params   Params
+	newHooks func(Config, Params) (Hooks, error)
 }
 
 var _ Policy = policy{}
 
 func (p policy) Name() string   { return p.name }
 func (p policy) Config() Config { return p.cfg }
+
+// Params is the policy's resolved parameters.
+func (p policy) Params() Params { return p.params }
+
+// Hooks builds the policy's hooks; NewPolicy already checked that they
+// build, so an error here is nil hooks (NewFor reports it).
+func (p policy) Hooks() Hooks {
+	if p.newHooks == nil {
+		return &KnobHooks{}
+	}
+	h, err := p.newHooks(p.cfg, p.params)
+	if err != nil {
+		return nil
+	}
+	return h
+}
 
 // The built-in policies. Each is defaults for the same knobs.
 func init() {
@@ -367,8 +525,6 @@ func init() {
 				MetaCache: true, MetaBytes: 64 << 10, Adaptive: true, Multipath: true, Msg: 1 << 20, MinUnits: 4}},
 	}
 	for _, p := range builtin {
-		if err := Register(p); err != nil {
-			panic(err) // programmer error in the table above
-		}
+		MustRegister(p)
 	}
 }

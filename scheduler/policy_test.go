@@ -3,6 +3,7 @@ package scheduler
 import (
 	"bytes"
 	"encoding/json"
+	"sort"
 	"strings"
 	"testing"
 )
@@ -33,7 +34,7 @@ func TestNewPolicyKnobs(t *testing.T) {
 		{"overlap", "adaptive=on,dynbuf=0,metacache=no,stagesync=yes,window=3", func(c Config) bool {
 			return c.Adaptive && !c.DynBuf && !c.MetaCache && c.StageSync && c.Window == 3
 		}, ""},
-		{"nope", "", nil, `unknown policy "nope" (known: double-buffer, overlap, pipeline, serial)`},
+		{"nope", "", nil, `unknown policy "nope" (known: ` + registeredNames() + `)`},
 		{"overlap", "chunck=8MiB", nil, `unknown knob "chunck"`},
 		{"overlap", "chunk=8XB", nil, `knob chunk="8XB"`},
 		{"overlap", "depth=0", nil, "knob depth=0 must be at least 1"},
@@ -59,6 +60,18 @@ func TestNewPolicyKnobs(t *testing.T) {
 			t.Errorf("NewPolicy(%q, %q) = %s %+v", tc.name, tc.set, p.Name(), p.Config())
 		}
 	}
+}
+
+// registeredNames is the sorted names of the registered policies, as the
+// error for an unknown one lists them (whatever registered beside the
+// built-in ones).
+func registeredNames() string {
+	var names []string
+	for _, p := range Policies() {
+		names = append(names, p.Name)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
 }
 
 func TestKnobRoundTrip(t *testing.T) {

@@ -200,7 +200,7 @@ func TestStuckBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	pol, _ := NewPolicy("overlap", "pinned=64KiB")
-	_, err = Run(context.Background(), p, pol, newTestBackend(Topology{1, 1, 1, 1, 1 << 30, 1 << 30}, "fifo", 0), nil)
+	_, err = Run(context.Background(), p, pol, newTestBackend(Topology{Nodes: 1, Devices: 1, SSDs: 1, NICs: 1, DeviceMem: 1 << 30, PinnedMem: 1 << 30}, "fifo", 0), nil)
 	if !errors.Is(err, ErrStuck) {
 		t.Fatalf("err = %v, want ErrStuck", err)
 	}

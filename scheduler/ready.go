@@ -32,14 +32,23 @@ func (s *Scheduler) Ready(now Time) []*Task {
 		}
 	}
 	s.running += len(s.ready)
+	if s.knob == nil {
+		// The live state per resource; KnobHooks do not read it.
+		for _, t := range s.ready {
+			s.startedTask(t)
+		}
+	}
 	s.out = append(s.out[:0], s.ready...)
 	s.ready = s.ready[:0]
 	return s.out
 }
 
-// pump starts everything device d can start.
+// pump starts everything device d can start: the ends of pipelines, then
+// each stage in the policy's Order, each as far as the policy's Admit and
+// the memory allow, until a pass starts nothing; then the policy's Passed.
 func (s *Scheduler) pump(d int32) {
 	dv := &s.devs[d]
+	v := &s.view
 	for {
 		progress := false
 		for i := 0; i < len(s.active); i++ {
@@ -49,74 +58,125 @@ func (s *Scheduler) pump(d int32) {
 				progress = true
 			}
 		}
-		for dv.qlen(stKernel) > 0 && dv.inflight[stOut] < dv.limit[stOut] {
-			if !s.startOut(&s.units[dv.q[stKernel][dv.qh[stKernel]]]) {
-				break
+		if s.knob != nil {
+			if s.serveKnobs(dv, d) {
+				progress = true
 			}
-			dv.pop(stKernel)
-			progress = true
-		}
-		for dv.qlen(stH2D) > 0 && dv.inflight[stKernel]+int32(dv.qlen(stKernel)) < dv.limit[stKernel] {
-			if !s.startKernel(&s.units[dv.q[stH2D][dv.qh[stH2D]]]) {
-				break
+		} else {
+			for _, st := range s.hooks.Order(v, int(d)) {
+				if s.serve(dv, d, st) {
+					progress = true
+				}
 			}
-			dv.pop(stH2D)
-			progress = true
-		}
-		for dv.qlen(stRead) > 0 && dv.inflight[stH2D]+int32(dv.qlen(stH2D)) < dv.limit[stH2D] {
-			if !s.startH2D(&s.units[dv.q[stRead][dv.qh[stRead]]]) {
-				break
-			}
-			dv.pop(stRead)
-			progress = true
-		}
-		for dv.head < len(dv.pending) && dv.inflight[stRead]+int32(dv.qlen(stRead)) < dv.limit[stRead] &&
-			(s.cfg.Window == 0 || dv.window < int32(s.cfg.Window)) {
-			if !s.startRead(&s.units[dv.pending[dv.head]]) {
-				break
-			}
-			dv.head++
-			progress = true
 		}
 		if !progress {
 			break
 		}
 	}
-	if s.cfg.Adaptive {
-		// A consumer stage with room but nothing queued starves: let its
-		// producer run one more task at a time.
-		for st := stH2D; st < numStages; st++ {
-			if dv.qlen(st-1) == 0 && dv.inflight[st]+s.queueAfter(dv, st) < dv.limit[st] &&
-				s.producerBusy(dv, st-1) && dv.limit[st-1] < int32(s.cfg.Depth) {
-				dv.limit[st-1]++
-				dv.dirty = true
+	var again bool
+	if s.knob != nil {
+		again = s.knob.Passed(v, int(d))
+	} else {
+		again = s.hooks.Passed(v, int(d))
+	}
+	if again {
+		dv.dirty = true
+	}
+}
+
+// serve starts the units of device d that wait for stage st, in queue
+// order, while the policy admits them and their memory fits. It returns
+// whether it started any.
+func (s *Scheduler) serve(dv *device, d int32, st Stage) bool {
+	started := false
+	v := &s.view
+	for {
+		var ui int32
+		if st == StageRead {
+			if dv.head == len(dv.pending) {
+				return started
 			}
+			ui = dv.pending[dv.head]
+		} else {
+			q := int(st) - 1
+			if q < 0 || q >= len(dv.q) || dv.qlen(q) == 0 {
+				return started
+			}
+			ui = dv.q[q][dv.qh[q]]
 		}
+		u := &s.units[ui]
+		if !s.hooks.Admit(v, int(d), st, u.info()) {
+			return started
+		}
+		var ok bool
+		switch st {
+		case StageRead:
+			ok = s.startRead(u)
+		case StageH2D:
+			ok = s.startH2D(u)
+		case StageKernel:
+			ok = s.startKernel(u)
+		default:
+			ok = s.startOut(u)
+		}
+		if !ok {
+			return started
+		}
+		if st == StageRead {
+			dv.head++
+		} else {
+			dv.pop(int(st) - 1)
+		}
+		started = true
 	}
 }
 
-func (s *Scheduler) queueAfter(dv *device, st int) int32 {
-	if st == stOut {
-		return 0
+// serveKnobs is serve under KnobHooks: their Order (out, kernel, h2d,
+// read) and their Admit (the limits they keep, the window) read directly,
+// without a dynamic call per unit. KnobHooks.Admit is the same rule.
+func (s *Scheduler) serveKnobs(dv *device, d int32) bool {
+	lim, window, started := &s.knob.limit[d], int32(s.cfg.Window), false
+	for dv.qlen(stKernel) > 0 && dv.inflight[stOut] < lim[stOut] {
+		if !s.startOut(&s.units[dv.q[stKernel][dv.qh[stKernel]]]) {
+			break
+		}
+		dv.pop(stKernel)
+		started = true
 	}
-	return int32(dv.qlen(st))
+	for dv.qlen(stH2D) > 0 && dv.inflight[stKernel]+int32(dv.qlen(stKernel)) < lim[stKernel] {
+		if !s.startKernel(&s.units[dv.q[stH2D][dv.qh[stH2D]]]) {
+			break
+		}
+		dv.pop(stH2D)
+		started = true
+	}
+	for dv.qlen(stRead) > 0 && dv.inflight[stH2D]+int32(dv.qlen(stH2D)) < lim[stH2D] {
+		if !s.startH2D(&s.units[dv.q[stRead][dv.qh[stRead]]]) {
+			break
+		}
+		dv.pop(stRead)
+		started = true
+	}
+	for dv.head < len(dv.pending) && dv.inflight[stRead]+int32(dv.qlen(stRead)) < lim[stRead] &&
+		(window == 0 || dv.window < window) {
+		if !s.startRead(&s.units[dv.pending[dv.head]]) {
+			break
+		}
+		dv.head++
+		started = true
+	}
+	return started
 }
 
-// producerBusy: stage st has work it could take on (units waiting for it).
-func (s *Scheduler) producerBusy(dv *device, st int) bool {
-	if st == stRead {
-		return dv.head < len(dv.pending)
-	}
-	return dv.qlen(st-1) > 0 || dv.inflight[st] > 0
+// info is what the policy sees of u.
+func (u *unit) info() UnitInfo {
+	return UnitInfo{Pipeline: int(u.pipe), Seq: int(u.seq), Bytes: u.bytes, ReadBytes: u.readBytes, Out: u.out, Rows: u.rows}
 }
 
 // startRead reserves the unit's pinned buffers and issues its reads.
 func (s *Scheduler) startRead(u *unit) bool {
 	ps := &s.pipes[u.pipe]
-	need := u.readBytes
-	if !s.cfg.DynBuf {
-		need = ps.slotRead
-	}
+	need := s.hooks.Buffer(&s.view, StageRead, u.info(), ps.slotRead)
 	var staging int64
 	if ps.sink == plan.OpResult && ps.perUnitOut {
 		staging = u.out
@@ -194,10 +254,7 @@ func (s *Scheduler) issueReads(u *unit) {
 func (s *Scheduler) startH2D(u *unit) bool {
 	ps := &s.pipes[u.pipe]
 	pd := &ps.devs[u.dev]
-	in := u.bytes
-	if !s.cfg.DynBuf {
-		in = ps.slotDev
-	}
+	in := s.hooks.Buffer(&s.view, StageH2D, u.info(), ps.slotDev)
 	need := in + u.out
 	var state int64
 	if ps.aggOp >= 0 {
@@ -316,7 +373,7 @@ func (s *Scheduler) startOut(u *unit) bool {
 	if u.partOff >= 0 {
 		parts = s.parts[u.partOff : int(u.partOff)+s.workers()]
 	}
-	if s.cfg.Msg > 0 && (ps.sink == plan.OpShuffle || ps.sink == plan.OpGather) {
+	if ps.msg > 0 && (ps.sink == plan.OpShuffle || ps.sink == plan.OpGather) {
 		s.stageOut(ps, u, parts)
 		u.pend = 0
 		s.endStage(u)
@@ -413,7 +470,7 @@ func (s *Scheduler) issueSends(ps *pipe, src, unitSeq int32, bytes, rows int64, 
 		n++
 		t.Unit, t.Bytes, t.Rows, t.PeerDevice = unitSeq, b, r, dd
 		t.OpKind = ps.sink
-		t.Res = Resource{Kind: ResNICOut, Node: s.node, Index: s.nic(src)}
+		t.Res = Resource{Kind: ResNICOut, Node: s.node, Index: s.sendNIC(src)}
 		t.Peer = Resource{Kind: ResNICIn, Node: dn, Index: s.nic(dd)}
 		t.Tag = uint64(uint32(s.node))<<32 | uint64(uint32(t.ID))
 		s.setDeps(t, depFirst, depN)
@@ -457,7 +514,7 @@ func (s *Scheduler) stageOut(ps *pipe, u *unit, parts []int64) {
 	pd.coalRes += remote
 	for k := 1; k <= W; k++ {
 		w := (self + k) % W
-		if w != self && pd.stage[w] >= s.cfg.Msg {
+		if w != self && pd.stage[w] >= ps.msg {
 			s.sendBuffer(ps, u.dev, w, u.depFirst, u.depN)
 		}
 	}
@@ -484,7 +541,7 @@ func (s *Scheduler) sendBuffer(ps *pipe, d int32, w int, depFirst TaskID, depN i
 	t := s.newTask(TaskSend, ps.idx, d)
 	t.Bytes, t.Rows, t.PeerDevice = pd.stage[w], pd.stageRows[w], dd
 	t.OpKind = ps.sink
-	t.Res = Resource{Kind: ResNICOut, Node: s.node, Index: s.nic(d)}
+	t.Res = Resource{Kind: ResNICOut, Node: s.node, Index: s.sendNIC(d)}
 	t.Peer = Resource{Kind: ResNICIn, Node: dn, Index: s.nic(dd)}
 	t.Tag = uint64(uint32(s.node))<<32 | uint64(uint32(t.ID))
 	s.setDeps(t, depFirst, depN)

@@ -22,10 +22,9 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 	if err := topo.Validate(); err != nil {
 		return res, err
 	}
-	cfg := pol.Config()
 	nodes := make([]*Scheduler, topo.Nodes)
 	for n := range nodes {
-		s, err := New(p, cfg, topo, n)
+		s, err := NewFor(p, pol, topo, n)
 		if err != nil {
 			return res, err
 		}
@@ -65,6 +64,11 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 			for n, s := range nodes {
 				releaseOutputs(s, b)
 				pending = pending || passes[n] > 0
+			}
+		}
+		for _, s := range nodes {
+			if s.err != nil {
+				return res, s.err
 			}
 		}
 		if nodes[0].Done() {

@@ -101,6 +101,8 @@ type pipe struct {
 	unitFirst  int32     // the node's units of this pipeline: units[unitFirst:unitFirst+unitN]
 	unitN      int32
 	dependents []int32 // pipelines waiting on this one (After or Inputs)
+	prio       int32   // Hooks.Priority, asked when the pipeline starts
+	msg        int64   // Hooks.MsgBytes, asked when the pipeline starts
 	inputs     []int32 // pipelines whose output this one reads (Inputs and probe builds)
 	aggGroups  int64   // the partial aggregate's Groups (<= 0: unknown)
 	aggWidth   int64   // its OutWidth (bytes per group; <= 0: unknown)
@@ -119,13 +121,11 @@ type device struct {
 	q        [numStages - 1][]int32 // units done with stage s, waiting for s+1
 	qh       [numStages - 1]int
 	inflight [numStages]int32
-	limit    [numStages]int32
 	window   int32 // units between first read and done
 	used     int64 // device memory reserved
 	peak     int64
 	dirty    bool
 	pinWait  bool // blocked on the node's pinned budget
-	starved  [numStages]bool
 }
 
 func (d *device) qlen(s int) int { return len(d.q[s]) - d.qh[s] }
@@ -145,12 +145,24 @@ const taskBlock = 1024
 // Scheduler is the state machine of one node. It is not safe for
 // concurrent use; Run drives it from one goroutine.
 type Scheduler struct {
-	plan   *plan.Plan
-	cfg    Config
-	topo   Topology
-	node   int32
-	pinBud int64
-	devBud int64
+	plan  *plan.Plan
+	cfg   Config
+	hooks Hooks
+	// knob is hooks when they are exactly KnobHooks: the hot hooks are
+	// then called directly, not through the interface (the same
+	// decisions, without a dynamic call and its arguments per task).
+	knob *KnobHooks
+	view View
+	// last is the completion being fed back (Complete), held here so
+	// that the hooks can see it without an allocation.
+	last Completion
+	// prioMixed: some started pipeline has a priority other than 0, so
+	// queues are kept in priority order (otherwise in order of arrival).
+	prioMixed bool
+	topo      Topology
+	node      int32
+	pinBud    int64
+	devBud    int64
 
 	blocks [][]Task // task storage; pointers stay valid
 	ntasks int
@@ -165,8 +177,14 @@ type Scheduler struct {
 	parts    []int64 // partition sizes of exchange units
 	pinUsed  int64
 	pinPeak  int64
-	// ssdBytes is the bytes of reads assigned to each SSD (multi-path).
-	ssdBytes []int64
+	// The live state of each resource of the node (View): resBase[k] is
+	// the first slot of resource kind k; bytes and tasks in flight, what
+	// completions showed, the latest completion's end.
+	resBase  [NumResourceKinds + 1]int32
+	resBytes []int64
+	resTasks []int32
+	resObs   []Observed
+	resEnd   []Time
 	global   int // pipelines globally done
 	running  int // tasks handed out by Ready and not yet completed
 	active   []int32
@@ -185,9 +203,24 @@ type delivery struct {
 	bytes, rows     int64
 }
 
-// New returns the scheduler of node `node` for plan p under cfg on topo.
-// The plan must outlive the scheduler and must not change.
+// New returns the scheduler of node `node` for plan p under the knobs of
+// cfg (KnobHooks) on topo. The plan must outlive the scheduler and must not
+// change.
 func New(p *plan.Plan, cfg Config, topo Topology, node int) (*Scheduler, error) {
+	return newScheduler(p, cfg, &KnobHooks{}, topo, node)
+}
+
+// NewFor returns the scheduler of node `node` for plan p under policy pol
+// (its knobs and a fresh instance of its hooks) on topo.
+func NewFor(p *plan.Plan, pol Policy, topo Topology, node int) (*Scheduler, error) {
+	h := pol.Hooks()
+	if h == nil {
+		return nil, fmt.Errorf("scheduler: policy %s has no hooks", pol.Name())
+	}
+	return newScheduler(p, pol.Config(), h, topo, node)
+}
+
+func newScheduler(p *plan.Plan, cfg Config, hooks Hooks, topo Topology, node int) (*Scheduler, error) {
 	if err := topo.Validate(); err != nil {
 		return nil, err
 	}
@@ -200,7 +233,9 @@ func New(p *plan.Plan, cfg Config, topo Topology, node int) (*Scheduler, error) 
 	if node < 0 || node >= topo.Nodes {
 		return nil, fmt.Errorf("scheduler: node %d outside a %d-node topology", node, topo.Nodes)
 	}
-	s := &Scheduler{plan: p, cfg: cfg, topo: topo, node: int32(node)}
+	s := &Scheduler{plan: p, cfg: cfg, topo: topo, node: int32(node), hooks: hooks}
+	s.view.s = s
+	s.knob, _ = hooks.(*KnobHooks)
 	s.pinBud = topo.PinnedMem
 	if cfg.Pinned > 0 && cfg.Pinned < s.pinBud {
 		s.pinBud = cfg.Pinned
@@ -210,15 +245,7 @@ func New(p *plan.Plan, cfg Config, topo Topology, node int) (*Scheduler, error) 
 		s.devBud = cfg.DevMem
 	}
 	s.devs = make([]device, topo.Devices)
-	s.ssdBytes = make([]int64, topo.SSDs)
-	for i := range s.devs {
-		for st := range s.devs[i].limit {
-			s.devs[i].limit[st] = int32(cfg.Depth)
-			if cfg.Adaptive {
-				s.devs[i].limit[st] = 1
-			}
-		}
-	}
+	s.initResources()
 	s.pipes = make([]pipe, len(p.Pipelines))
 	for i := range p.Pipelines {
 		pl := &p.Pipelines[i]
@@ -296,6 +323,7 @@ func New(p *plan.Plan, cfg Config, topo Topology, node int) (*Scheduler, error) 
 			s.pipes[a].dependents = append(s.pipes[a].dependents, int32(i))
 		}
 	}
+	s.hooks.Init(&s.view)
 	for i := range s.pipes {
 		if s.pipes[i].waiting == 0 {
 			s.activate(&s.pipes[i])

@@ -131,6 +131,14 @@ type Topology struct {
 	// DeviceMem is the usable memory of one device; PinnedMem the pinned
 	// host memory of one node. Budgets (Config) may only lower them.
 	DeviceMem, PinnedMem int64
+	// Rates is the speed of one resource of each kind, indexed by
+	// ResourceKind, as far as the backend knows it (zero: unknown): one
+	// SSD (ResNVMe), one device's copy link per direction (ResH2D,
+	// ResD2H), one device's streaming compute, a scan kernel's byte rate
+	// (ResGPU), one NIC port per direction (ResNICOut, ResNICIn), and a
+	// host round trip's latency (ResHost). The scheduler does not use
+	// them; policies read them through the View.
+	Rates [NumResourceKinds]Rate
 }
 
 // Validate reports a topology the scheduler cannot run on.
@@ -141,6 +149,11 @@ func (t Topology) Validate() error {
 	if t.DeviceMem <= 0 || t.PinnedMem <= 0 {
 		return fmt.Errorf("scheduler: topology needs positive device and pinned memory (device %s, pinned %s)",
 			units.FormatBytes(t.DeviceMem), units.FormatBytes(t.PinnedMem))
+	}
+	for k, r := range t.Rates {
+		if r.Bandwidth < 0 || r.Bandwidth != r.Bandwidth || r.Latency < 0 {
+			return fmt.Errorf("scheduler: topology rate of %s: bandwidth %g B/s, latency %d ns: want finite, not negative", ResourceKind(k), r.Bandwidth, r.Latency)
+		}
 	}
 	return nil
 }
@@ -179,13 +192,17 @@ var ErrIdle = errors.New("scheduler: backend has no task in flight")
 // flight: typically a single unit larger than the memory budget.
 var ErrStuck = errors.New("scheduler: no task can start within the memory budget")
 
-// Policy is a scheduling policy: a name and the resolved knob values the
-// state machine follows. Build one with NewPolicy (registered policies plus
-// --set overrides) or wrap a Config with PolicyOf.
+// Policy is a scheduling policy: a name, the resolved knob values and the
+// hooks that make its decisions (docs/policies.md). Build one with
+// NewPolicy (registered policies plus --set overrides) or wrap a Config
+// with PolicyOf.
 type Policy interface {
 	Name() string
 	// Config returns the policy's knobs (a copy; already validated).
 	Config() Config
+	// Hooks returns a fresh instance of the policy's decisions for one
+	// node's scheduler (each node's hooks keep their own state).
+	Hooks() Hooks
 }
 
 // Result summarizes a run.

@@ -453,7 +453,7 @@ func NewCluster(p *Profile, nodes int) (*Cluster, error) {
 	c.startGated = c.startHeld
 	n := &p.Node
 	c.topo = scheduler.Topology{Nodes: nodes, Devices: n.GPUs, SSDs: n.SSDs, NICs: n.NICs,
-		DeviceMem: int64(n.DeviceMemory), PinnedMem: int64(n.PinnedMemory)}
+		DeviceMem: int64(n.DeviceMemory), PinnedMem: int64(n.PinnedMemory), Rates: p.Rates()}
 	add := func(k LinkKind, node, idx int, capacity float64) LinkID {
 		c.info = append(c.info, LinkInfo{k, node, idx})
 		return c.net.AddLink(capacity)

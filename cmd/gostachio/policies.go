@@ -6,6 +6,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"gostachio/scheduler"
+	// The policies beyond the knobs' presets register themselves by
+	// name: every command that takes --policy (and a cluster worker,
+	// which receives policy names) reaches them.
+	_ "gostachio/scheduler/policies"
 )
 
 func init() { commands = append(commands, newPoliciesCmd) }
