@@ -2,6 +2,7 @@ package tune
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -71,7 +72,12 @@ type Scored struct {
 	Runs   int                  `json:"runs"`
 	Median float64              `json:"median_s"`
 	CI     stats.MedianInterval `json:"ci"`
-	times  map[int]float64
+	// Stalled counts the runs that stalled (scheduler.ErrStuck: no task
+	// could start within the memory budget), whose time is +Inf; Median
+	// and CI bounds that would be +Inf are written as 0.
+	Stalled int `json:"stalled,omitempty"`
+	times   map[int]float64
+	med     float64 // Median, +Inf kept
 }
 
 // Round is one round of the race: how many candidates ran to how many
@@ -96,6 +102,11 @@ type Outcome struct {
 	// percentile-bootstrap interval [GainLo, GainHi]
 	// (experiments.MedianSpeedupCI). BestConfirm and BaselineConfirm are
 	// those repetitions' medians and intervals.
+	// BaselineStalls says the baseline stalled in most of its
+	// confirmation runs (no task could start within the memory budget)
+	// and Best did not: the gain is unbounded, and Gain, GainLo and GainHi
+	// are 0.
+	BaselineStalls  bool    `json:"baseline_stalls,omitempty"`
 	Gain            float64 `json:"gain"`
 	GainLo          float64 `json:"gain_lo"`
 	GainHi          float64 `json:"gain_hi"`
@@ -149,6 +160,10 @@ func (s *searcher) run(c Candidate, rep int) (float64, error) {
 	s.sims++
 	s.mu.Unlock()
 	t, err := s.eval(s.ctx, c, rep)
+	if errors.Is(err, scheduler.ErrStuck) {
+		// The candidate stalls: it never finishes, the slowest time.
+		t, err = math.Inf(1), nil
+	}
 	if err == nil && !(t > 0) {
 		err = fmt.Errorf("tune: %s rep %d: time %v is not positive", c, rep, t)
 	}
@@ -214,7 +229,17 @@ func (s *searcher) scored(c Candidate, lo, hi int) Scored {
 	}
 	sc.Runs = len(xs)
 	sc.CI = stats.MedianRankCI(xs, experiments.ABConf)
-	sc.Median = sc.CI.Median
+	sc.Median, sc.med = sc.CI.Median, sc.CI.Median
+	for _, x := range xs {
+		if math.IsInf(x, 1) {
+			sc.Stalled++
+		}
+	}
+	for _, f := range []*float64{&sc.Median, &sc.CI.Median, &sc.CI.Lo, &sc.CI.Hi} {
+		if math.IsInf(*f, 0) || math.IsNaN(*f) {
+			*f = 0
+		}
+	}
 	return sc
 }
 
@@ -296,7 +321,7 @@ func Search(ctx context.Context, opts Options, eval Evaluator) (*Outcome, error)
 
 	// The race, from the 8 best proposed (by their one run) and the
 	// policy's defaults, the incumbent.
-	slices.SortStableFunc(proposed, func(a, b Scored) int { return cmpFloat(a.Median, b.Median) })
+	slices.SortStableFunc(proposed, func(a, b Scored) int { return cmpFloat(a.med, b.med) })
 	var field []Candidate
 	for _, p := range proposed[:min(8, len(proposed))] {
 		field = append(field, p.Candidate)
@@ -343,7 +368,15 @@ func Search(ctx context.Context, opts Options, eval Evaluator) (*Outcome, error)
 	out.BestConfirm = s.scored(out.Best.Candidate, confirmRep, confirmRep+confirm)
 	out.BaselineConfirm = s.scored(opts.Baseline, confirmRep, confirmRep+confirm)
 	rng := rand.New(rand.NewPCG(opts.Seed, 0x7475))
-	out.Gain, out.GainLo, out.GainHi = experiments.MedianSpeedupCI(values(out.BaselineConfirm), values(out.BestConfirm), experiments.ABConf, rng)
+	switch {
+	case math.IsInf(out.BaselineConfirm.med, 1) && !math.IsInf(out.BestConfirm.med, 1):
+		// The baseline stalls: the gain is unbounded; left 0.
+		out.BaselineStalls = true
+	case math.IsInf(out.BestConfirm.med, 1):
+		return nil, fmt.Errorf("tune: every candidate raced stalls (no task can start within the memory budget): widen the space or the budget")
+	default:
+		out.Gain, out.GainLo, out.GainHi = experiments.MedianSpeedupCI(values(out.BaselineConfirm), values(out.BestConfirm), experiments.ABConf, rng)
+	}
 	out.Simulations = s.simulations()
 	out.Candidates = len(s.order)
 	out.Share = float64(out.Candidates) / out.GridSize
@@ -379,7 +412,7 @@ func (s *searcher) ranked(cs []Candidate) []Candidate {
 	out := slices.Clone(cs)
 	med := map[Candidate]float64{}
 	for _, c := range out {
-		med[c] = s.scored(c, 0, confirmRep).Median
+		med[c] = s.scored(c, 0, confirmRep).med
 	}
 	slices.SortStableFunc(out, func(a, b Candidate) int { return cmpFloat(med[a], med[b]) })
 	return out

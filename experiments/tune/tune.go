@@ -278,15 +278,24 @@ func (r *Report) write(w io.Writer) error {
 	fmt.Fprintf(w, "looked at: %d candidates of a %s (%.3g%%), %d simulations of a budget of %d (%d proposing by CMA-ES, race rounds %s, %d confirming)\n",
 		r.Candidates, gridSize(r.GridSize), 100*r.Share, r.Simulations, r.Budget, r.Proposed, roundsString(r.Rounds), 2*r.ConfirmReps)
 	fmt.Fprintf(w, "\nbest: %s\n", r.Best.Candidate)
-	fmt.Fprintf(w, "predicted gain over %s: %.3fx [%.3f, %.3f] (95%% CI; median %s vs %s over %d fresh repetitions each)\n",
-		r.Baseline, r.Gain, r.GainLo, r.GainHi, fmtSec(r.BaselineConfirm.Median), fmtSec(r.BestConfirm.Median), r.ConfirmReps)
-	if r.GainLo <= 1 && 1 <= r.GainHi {
+	if r.BaselineStalls {
+		fmt.Fprintf(w, "predicted gain over %s: unbounded: it stalls (no task can start within the memory budget) in %d of %d fresh repetitions; the best runs in %s [%s, %s]\n",
+			r.Baseline, r.BaselineConfirm.Stalled, r.ConfirmReps, fmtSec(r.BestConfirm.Median), fmtSec(r.BestConfirm.CI.Lo), fmtSec(r.BestConfirm.CI.Hi))
+	} else {
+		fmt.Fprintf(w, "predicted gain over %s: %.3fx [%.3f, %.3f] (95%% CI; median %s vs %s over %d fresh repetitions each)\n",
+			r.Baseline, r.Gain, r.GainLo, r.GainHi, fmtSec(r.BaselineConfirm.Median), fmtSec(r.BestConfirm.Median), r.ConfirmReps)
+	}
+	if !r.BaselineStalls && r.GainLo <= 1 && 1 <= r.GainHi {
 		fmt.Fprintln(w, "  the interval contains 1: no significant gain over the baseline")
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "\nfinalists\truns\tmedian [95% CI]\tset")
 	for i, f := range r.Finalists {
-		fmt.Fprintf(tw, "%d\t%d\t%s [%s, %s]\t%s\n", i+1, f.Runs, fmtSec(f.Median), fmtSec(f.CI.Lo), fmtSec(f.CI.Hi), f.Candidate)
+		med := fmt.Sprintf("%s [%s, %s]", fmtSec(f.Median), fmtSec(f.CI.Lo), fmtSec(f.CI.Hi))
+		if f.Stalled > 0 {
+			med = fmt.Sprintf("stalls in %d of %d runs", f.Stalled, f.Runs)
+		}
+		fmt.Fprintf(tw, "%d\t%d\t%s\t%s\n", i+1, f.Runs, med, f.Candidate)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
