@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"gostachio/internal/units"
+	"gostachio/scheduler"
 )
 
 // bowl is a synthetic objective with a known optimum, chunk=16MiB and
@@ -183,5 +184,29 @@ func TestTuneSim(t *testing.T) {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("text report lacks %q:\n%s", want, out.String())
 		}
+	}
+}
+
+// TestSearchStalls: candidates that stall within the memory budget
+// (scheduler.ErrStuck) are the slowest, not errors; when the baseline
+// stalls and the best does not, the gain is unbounded.
+func TestSearchStalls(t *testing.T) {
+	var calls atomic.Int64
+	inner := bowl(0.02, &calls)
+	eval := func(ctx context.Context, c Candidate, rep int) (float64, error) {
+		if c.Set == "" || strings.Contains(c.Set, "depth=8") || strings.Contains(c.Set, "depth=12") || strings.Contains(c.Set, "depth=16") {
+			return 0, fmt.Errorf("sim: q1: %w", scheduler.ErrStuck)
+		}
+		return inner(ctx, c, rep)
+	}
+	out, err := Search(context.Background(), bowlOptions(t, 120, 1, 1), eval)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out.BaselineStalls || out.Gain != 0 || out.BestConfirm.Stalled != 0 || out.BaselineConfirm.Stalled != out.ConfirmReps {
+		t.Errorf("outcome %+v", out)
+	}
+	if _, err := json.Marshal(out); err != nil {
+		t.Errorf("the outcome does not encode: %v", err)
 	}
 }
