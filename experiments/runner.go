@@ -36,6 +36,11 @@ import (
 const (
 	MetaFile = "meta.json"
 	SpecFile = "spec.yaml"
+	// SupersededFile holds, in results.csv's format, the results a run
+	// moved out of results.csv because their keys are not the spec's
+	// now: another profile content or policy configuration, or keys
+	// without the hashes (stored before keys carried them).
+	SupersededFile = "superseded.csv"
 )
 
 // RunOptions configure RunSpec.
@@ -112,11 +117,26 @@ type Session struct {
 // and, as top-level fields, the latest session (Sessions lists all,
 // oldest first, including those of merged shards).
 type Meta struct {
-	SpecHash    string       `json:"spec_hash"`
-	SpecPath    string       `json:"spec_path"`
-	Name        string       `json:"name"`
-	Backend     string       `json:"backend"`
-	Profile     string       `json:"profile"`
+	SpecHash string `json:"spec_hash"`
+	SpecPath string `json:"spec_path"`
+	Name     string `json:"name"`
+	Backend  string `json:"backend"`
+	Profile  string `json:"profile"`
+	// ProfilePath is where the profile was read from (relative paths
+	// resolved from the spec's folder), ProfileHash the hash of its
+	// content (ProfileHash, the "hw=" of the keys) and ProfileContent
+	// that content: the profile as loaded, marshalled, so that a result
+	// can be traced to the hardware model it ran on after the file
+	// changes. ProfilePoints maps each point of the spec's profile_set
+	// axes ("nvme.bandwidth=7GB/s") to the hash of its profile.
+	ProfilePath    string            `json:"profile_path,omitempty"`
+	ProfileHash    string            `json:"profile_hash,omitempty"`
+	ProfileContent string            `json:"profile_content,omitempty"`
+	ProfilePoints  map[string]string `json:"profile_points,omitempty"`
+	// Superseded counts the stored results moved to SupersededFile
+	// because their keys name another profile or policy configuration
+	// (or predate the hashes in keys).
+	Superseded int `json:"superseded,omitempty"`
 	Policies    []PolicySpec `json:"policies"`
 	GitRevision string       `json:"git_revision"`
 	Machine     Machine      `json:"machine"`
@@ -156,6 +176,11 @@ func writeMeta(dir string, m *Meta) error {
 // WriteResults replaces dir/results.csv with rs, atomically (temporary
 // file, sync, rename).
 func WriteResults(dir string, rs []Result) error {
+	return writeTable(filepath.Join(dir, ResultsFile), rs)
+}
+
+// writeTable writes rs as a results table to path, atomically.
+func writeTable(path string, rs []Result) error {
 	var b strings.Builder
 	w := csv.NewWriter(&b)
 	w.Write(resultColumns)
@@ -166,7 +191,7 @@ func WriteResults(dir string, rs []Result) error {
 	if err := w.Error(); err != nil {
 		return fmt.Errorf("experiments: results: %w", err)
 	}
-	return writeFileAtomic(filepath.Join(dir, ResultsFile), []byte(b.String()))
+	return writeFileAtomic(path, []byte(b.String()))
 }
 
 // lockDir takes an exclusive advisory lock on dir/.lock, so that two
@@ -285,6 +310,10 @@ func RunSpec(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) err
 	if err != nil {
 		return err
 	}
+	old, superseded, err := supersede(opts.Out, s, old, stderr)
+	if err != nil {
+		return err
+	}
 	done := make(map[string]bool, len(old))
 	for _, r := range old {
 		done[r.Key] = true
@@ -314,6 +343,10 @@ func RunSpec(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) err
 		return err
 	}
 	meta.SpecHash, meta.SpecPath, meta.Name, meta.Backend, meta.Profile, meta.Policies = s.Hash, s.Path, s.Name, s.Backend, s.Profile, s.Policies
+	if err := meta.recordProfile(s); err != nil {
+		return err
+	}
+	meta.Superseded += superseded
 	meta.GitRevision, meta.Machine, meta.Started = sess.GitRevision, sess.Machine, sess.Started
 	meta.Sessions = append(meta.Sessions, sess)
 	if err := writeMeta(opts.Out, meta); err != nil {
@@ -325,8 +358,8 @@ func RunSpec(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) err
 		}
 	}
 
-	fmt.Fprintf(stderr, "experiment %s (spec %s, %s on %s): %d runs in shard %s, %d already stored, %d to run",
-		s.Name, s.Hash, s.Backend, s.Profile, len(mine), sess.Shard, len(mine)-len(todo), len(todo))
+	fmt.Fprintf(stderr, "experiment %s (spec %s, %s on %s, profile hash %s): %d runs in shard %s, %d already stored, %d to run",
+		s.Name, s.Hash, s.Backend, s.Profile, meta.ProfileHash, len(mine), sess.Shard, len(mine)-len(todo), len(todo))
 	if s.Warmup > 0 && len(todo) > 0 {
 		fmt.Fprintf(stderr, " after %d warm-up runs per configuration", s.Warmup)
 	}
@@ -390,10 +423,88 @@ func RunSpec(ctx context.Context, opts RunOptions, stdout, stderr io.Writer) err
 	return summary.write(stdout, opts.JSON)
 }
 
+// recordProfile fills the profile fields of m from s.
+func (m *Meta) recordProfile(s *Spec) error {
+	prof, hash, err := s.ResolvedProfile("")
+	if err != nil {
+		return err
+	}
+	content, err := sim.MarshalProfile(prof, "")
+	if err != nil {
+		return err
+	}
+	m.ProfilePath, m.ProfileHash, m.ProfileContent, m.ProfilePoints = s.ProfilePath, hash, string(content), nil
+	for set, rp := range s.profiles {
+		if set != "" {
+			if m.ProfilePoints == nil {
+				m.ProfilePoints = map[string]string{}
+			}
+			m.ProfilePoints[set] = rp.hash
+		}
+	}
+	return nil
+}
+
+// supersede splits the stored results of s into those whose keys are
+// runs of s as it is now (returned) and the others: results of another
+// profile content or policy configuration, whose keys carry other hashes,
+// and results stored before keys carried hashes, which cannot be told
+// apart from them. The others are appended to dir/SupersededFile and
+// dropped from dir/results.csv, so that their runs run again and no
+// reader mixes two hardware models; it says so on log.
+func supersede(dir string, s *Spec, old []Result, log io.Writer) (keep []Result, moved int, err error) {
+	want := map[string]bool{}
+	for _, r := range s.Runs() {
+		want[r.Key] = true
+	}
+	var gone []Result
+	unhashed := 0
+	for _, r := range old {
+		if want[r.Key] {
+			keep = append(keep, r)
+			continue
+		}
+		gone = append(gone, r)
+		if !KeyHashed(r.Key) {
+			unhashed++
+		}
+	}
+	if len(gone) == 0 {
+		return old, 0, nil
+	}
+	prev, err := readSuperseded(dir)
+	if err != nil {
+		return nil, 0, err
+	}
+	if err := writeTable(filepath.Join(dir, SupersededFile), append(prev, gone...)); err != nil {
+		return nil, 0, err
+	}
+	if err := WriteResults(dir, keep); err != nil {
+		return nil, 0, err
+	}
+	if unhashed > 0 {
+		fmt.Fprintf(log, "%s: %d stored results have keys without the profile and policy hashes (stored before keys carried them): they may be of another hardware model, so they run again; kept in %s\n",
+			dir, unhashed, SupersededFile)
+	}
+	if n := len(gone) - unhashed; n > 0 {
+		fmt.Fprintf(log, "%s: %d stored results are of another profile content or policy configuration (their keys' hashes differ): they run again; kept in %s\n",
+			dir, n, SupersededFile)
+	}
+	return keep, len(gone), nil
+}
+
+// readSuperseded reads dir/SupersededFile (none if absent).
+func readSuperseded(dir string) ([]Result, error) {
+	path := filepath.Join(dir, SupersededFile)
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	return ReadResults(path)
+}
+
 // executor runs single runs of one spec on its backend.
 type executor struct {
 	s      *Spec
-	prof   *sim.Profile
 	ds     *dataset.Dataset
 	tables []plan.TableStats // the dataset's (nil: sized from SF)
 	dsSF   float64
@@ -418,11 +529,7 @@ func newExecutor(ctx context.Context, s *Spec, log io.Writer) (*executor, error)
 	}
 	switch s.Backend {
 	case "sim":
-		prof, err := sim.LoadProfile(s.Profile)
-		if err != nil {
-			return nil, err
-		}
-		ex.prof = prof
+		// Each run simulates its point's profile (Spec.ResolvedProfile).
 	case "engine":
 		if err := engine.VerifyOnce(ctx, ex.ds, log); err != nil {
 			return nil, err
@@ -452,7 +559,7 @@ func (ex *executor) close() {
 }
 
 // jitterSeed derives a run's jitter seed from the spec's seed and the run's
-// key, so that a run draws the same latencies whatever order (or shard, or
+// ID (its key without the hashes), so that a run draws the same latencies whatever order (or shard, or
 // resumption) it runs in.
 func jitterSeed(seed uint64, key string) uint64 {
 	h := fnv.New64a()
@@ -485,7 +592,11 @@ func (ex *executor) run(ctx context.Context, r Run) (Result, error) {
 		if err != nil {
 			return res, err
 		}
-		rep, err := sim.Simulate(ctx, p, ex.prof, r.Nodes, pol, nil, ex.s.Jitter, jitterSeed(ex.s.Seed, r.Key))
+		prof, _, err := ex.s.ResolvedProfile(r.ProfileSet)
+		if err != nil {
+			return res, err
+		}
+		rep, err := sim.Simulate(ctx, p, prof, r.Nodes, pol, nil, ex.s.Jitter, jitterSeed(ex.s.Seed, r.ID()))
 		if err != nil {
 			return res, err
 		}

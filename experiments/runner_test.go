@@ -98,7 +98,11 @@ func TestRunSpecResume(t *testing.T) {
 	}
 	ref := complete(t, s, refDir, nil)
 	// Repetitions differ (jitter), alternatives too.
-	if ref["q1|serial|rep=0"].Seconds == ref["q1|serial|rep=1"].Seconds {
+	byID := map[string]Result{}
+	for _, r := range ref {
+		byID[KeyID(r.Key)] = r
+	}
+	if byID["q1|serial|rep=0"].Seconds == byID["q1|serial|rep=1"].Seconds {
 		t.Error("jitter: repetitions took the same time")
 	}
 

@@ -3,6 +3,7 @@ package experiments
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -34,9 +35,15 @@ type Spec struct {
 	// SF are the simulated scale factors (sim without Dataset; several
 	// values form the axis "sf").
 	SF []float64
-	// Profile is a hardware profile name or .yaml path: the simulated one
-	// (sim) or the one engine runs are compared with.
-	Profile string
+	// Profile is a hardware profile name or .yaml path, as the spec gives
+	// it: the simulated one (sim) or the one engine runs are compared
+	// with. A relative path is relative to the spec's folder; ProfilePath
+	// is the resolved path (Profile itself for a shipped name).
+	Profile, ProfilePath string
+	// ProfileSet are the profile parameter axes of the sweep (key
+	// profile_set), in file order: a profile field's path of YAML keys
+	// ("nvme.bandwidth") and its values as the profile file writes them.
+	ProfileSet []Axis
 	// Nodes are the cluster sizes (several values form the axis "nodes").
 	Nodes []int
 	// Queries are TPC-H query names.
@@ -56,9 +63,50 @@ type Spec struct {
 	// (fraction), so that repetitions differ; 0: deterministic.
 	Jitter float64
 
-	// axes lists the axis names in key order: Sweep's, then "nodes" and
-	// "sf" when they have several values.
+	// axes lists the axis names in key order: Sweep's, ProfileSet's, then
+	// "nodes" and "sf" when they have several values.
 	axes []string
+	// profiles holds the resolved profile of every point of the
+	// ProfileSet axes, by the point's "path=value,..." string ("" without
+	// profile_set): what sim runs simulate and what their keys hash.
+	profiles map[string]resolvedProfile
+}
+
+// resolvedProfile is a profile with the profile_set values of one point
+// applied, and the hash of its content.
+type resolvedProfile struct {
+	prof *sim.Profile
+	// hash is ProfileHash of prof.
+	hash string
+}
+
+// ProfileHash is the first 12 hex digits of the SHA-256 of p marshalled
+// (sim.MarshalProfile without header): the content of the hardware model
+// as the simulator reads it, every value with its unit, so that an edit of
+// any value changes it and comments or layout do not.
+func ProfileHash(p *sim.Profile) (string, error) {
+	data, err := sim.MarshalProfile(p, "")
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:])[:12], nil
+}
+
+// PolicyHash is the first 12 hex digits of the SHA-256 of the policy's
+// resolved configuration: its registered name and every knob of the knob
+// table with its value ("overlap|chunk=64MiB|depth=8|..."), so that a
+// change of a policy's defaults re-runs what it ran.
+func PolicyHash(pol scheduler.Policy) string {
+	cfg := pol.Config()
+	var b strings.Builder
+	b.WriteString(pol.Name())
+	for _, k := range scheduler.Knobs() {
+		v, _ := cfg.Get(k.Name)
+		b.WriteString("|" + k.Name + "=" + v)
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:])[:12]
 }
 
 // PolicySpec is one alternative of an experiment: a registered policy with
@@ -102,7 +150,37 @@ type Run struct {
 	SF float64
 	// Rep numbers the repetitions from 0.
 	Rep int
+	// ProfileSet is the sweep point's profile_set values
+	// ("nvme.bandwidth=7GB/s"; "" without profile_set).
+	ProfileSet string
+	// ProfileHash and PolicyHash are the hashes of the resolved profile
+	// (ProfileHash) and of the policy's resolved configuration
+	// (PolicyHash) the run uses; Key ends with them.
+	ProfileHash, PolicyHash string
 }
+
+// ID is the run's key without the hashes: "CONFIG|rep=N". It seeds the
+// run's jitter, so that simulated results stay those of the keys before
+// the hashes were added to them.
+func (r *Run) ID() string { return r.Config + "|rep=" + strconv.Itoa(r.Rep) }
+
+// runKey is a run's key: its ID, then the hashes of the profile and the
+// policy configuration it ran with ("q6|overlap|rep=0|hw=…|pol=…"), so
+// that a result is reused only for the same hardware model and policy.
+func runKey(id, hw, pol string) string { return id + "|hw=" + hw + "|pol=" + pol }
+
+// KeyID returns key without the hashes runKey appends (key itself if it
+// has none: a key stored before keys carried them).
+func KeyID(key string) string {
+	if i := strings.Index(key, "|hw="); i >= 0 {
+		return key[:i]
+	}
+	return key
+}
+
+// KeyHashed reports whether key carries the hashes of the profile and the
+// policy configuration (keys stored before they were added do not).
+func KeyHashed(key string) bool { return strings.Contains(key, "|hw=") && strings.Contains(key, "|pol=") }
 
 // labelOK reports whether s may appear in a run key and a sweep string.
 func labelOK(s string) bool {
@@ -117,6 +195,10 @@ func labelOK(s string) bool {
 	}
 	return true
 }
+
+// valueOK reports whether s may be a profile_set value: a label, or
+// one with '/' (rates: "7GB/s").
+func valueOK(s string) bool { return labelOK(strings.ReplaceAll(s, "/", "_")) }
 
 // specParser reports errors as "PATH line N: ...".
 type specParser struct{ path string }
@@ -212,7 +294,13 @@ func (p specParser) pairs(n *yaml.Node, what string) ([][2]*yaml.Node, error) {
 //	warmup: 1                    # unrecorded runs per configuration
 //	seed: 1                      # run order and jitter (default 1)
 //	jitter: 0.05                 # sim only: latencies vary by ±5%
+//	profile_set:                 # profile parameter axes (sim): a field's
+//	  nvme.bandwidth: [7GB/s, 14GB/s]  # path of keys, values in its units
 //
+// A relative profile path is relative to the spec's folder. profile_set
+// axes join the cartesian product of the sweep; each value is set on the
+// typed profile (sim.Profile) and parsed as the profile file's own value
+// would be, and the profile with every point's values must validate.
 // Unknown keys and bad values are errors naming the file and line
 // ("spec.yaml line 7: unknown key \"polcy\""); every policy is built
 // (scheduler.NewPolicy) with every knob value of the sweep to check it.
@@ -239,7 +327,7 @@ func parseSpec(path string, data []byte) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, step := range []func(*Spec, *specKeys) error{p.required, p.sweep, p.nodes, p.scaleFactors, p.backendRules, p.queries, p.policies, p.size} {
+	for _, step := range []func(*Spec, *specKeys) error{p.required, p.profile, p.sweep, p.profileSet, p.nodes, p.scaleFactors, p.backendRules, p.queries, p.policies, p.size} {
 		if err := step(s, at); err != nil {
 			return nil, err
 		}
@@ -252,6 +340,7 @@ func parseSpec(path string, data []byte) (*Spec, error) {
 type specKeys struct {
 	root                                                         *yaml.Node
 	nodes, sf, queries, policies, backend, dataset, jitter, axes *yaml.Node
+	profile, profileSet                                          *yaml.Node
 	haveReps                                                     bool
 	reps                                                         *yaml.Node
 }
@@ -272,7 +361,7 @@ func (p specParser) size(s *Spec, at *specKeys) error {
 		case "sf":
 			n *= float64(len(s.SF))
 		default:
-			for _, a := range s.Sweep {
+			for _, a := range append(slices.Clone(s.Sweep), s.ProfileSet...) {
 				if a.Name == ax {
 					n *= float64(len(a.Values))
 				}
@@ -329,11 +418,10 @@ func (p specParser) topKeys(s *Spec, root *yaml.Node) (*specKeys, error) {
 		case "sf":
 			at.sf = v
 		case "profile":
-			if s.Profile, err = p.str(v, "profile"); err == nil {
-				if _, perr := sim.LoadProfile(s.Profile); perr != nil {
-					err = p.errf(v, "%v", perr)
-				}
-			}
+			at.profile = v
+			s.Profile, err = p.str(v, "profile")
+		case "profile_set":
+			at.profileSet = v
 		case "nodes":
 			at.nodes = v
 		case "queries":
@@ -365,7 +453,7 @@ func (p specParser) topKeys(s *Spec, root *yaml.Node) (*specKeys, error) {
 				err = p.errf(v, "jitter %v must be in [0, 1)", s.Jitter)
 			}
 		default:
-			err = p.errf(k, "unknown key %q (known: name, backend, dataset, sf, profile, nodes, queries, policies, sweep, reps, warmup, seed, jitter)", k.Value)
+			err = p.errf(k, "unknown key %q (known: name, backend, dataset, sf, profile, profile_set, nodes, queries, policies, sweep, reps, warmup, seed, jitter)", k.Value)
 		}
 		if err != nil {
 			return nil, err
@@ -398,6 +486,203 @@ func (p specParser) required(s *Spec, at *specKeys) error {
 			s.Profile = "devbox"
 		}
 	}
+	return nil
+}
+
+// profile loads the spec's profile: a shipped name, or a path, which
+// when relative is relative to the spec's folder.
+func (p specParser) profile(s *Spec, at *specKeys) error {
+	s.ProfilePath = s.Profile
+	if isProfilePath(s.Profile) && !filepath.IsAbs(s.Profile) {
+		s.ProfilePath = filepath.Join(filepath.Dir(p.path), s.Profile)
+	}
+	prof, err := sim.LoadProfile(s.ProfilePath)
+	if err != nil {
+		if at.profile == nil {
+			return fmt.Errorf("%s: default profile: %w", p.path, err)
+		}
+		return p.errf(at.profile, "%v", err)
+	}
+	hash, err := ProfileHash(prof)
+	if err != nil {
+		return p.errf(at.profile, "%v", err)
+	}
+	s.profiles = map[string]resolvedProfile{"": {prof, hash}}
+	return nil
+}
+
+// isProfilePath reports whether a profile argument names a file rather
+// than a shipped profile (sim.LoadProfile's rule: a path separator, or a
+// .yaml or .yml suffix).
+func isProfilePath(s string) bool {
+	return strings.ContainsRune(s, os.PathSeparator) || strings.HasSuffix(s, ".yaml") || strings.HasSuffix(s, ".yml")
+}
+
+// profileSet reads the profile parameter axes: each a field of the typed
+// profile (path of YAML keys) and values the field's own parsing accepts.
+// It resolves the profile of every point of their product, so that an
+// unknown field, a bad value or a combination the profile refuses is an
+// error naming its line here and not in the middle of a run.
+func (p specParser) profileSet(s *Spec, at *specKeys) error {
+	if at.profileSet == nil {
+		return nil
+	}
+	pairs, err := p.pairs(at.profileSet, "profile_set")
+	if err != nil {
+		return err
+	}
+	base := s.profiles[""].prof
+	lines := map[string]*yaml.Node{}
+	for _, kv := range pairs {
+		k, v := kv[0], kv[1]
+		name := strings.TrimSpace(k.Value)
+		if isKnob(name) || name == "nodes" || name == "sf" || slices.Contains(s.axes, name) {
+			return p.errf(k, "profile_set %q: the name of a knob or axis; profile fields are paths of profile keys (nvme.bandwidth)", name)
+		}
+		items, err := p.list(v, "profile_set "+name)
+		if err != nil {
+			return err
+		}
+		ax := Axis{Name: name}
+		for _, it := range items {
+			val, err := p.str(it, "profile_set "+name)
+			if err != nil {
+				return err
+			}
+			if !valueOK(val) {
+				return p.errf(it, "profile_set %s: value %q: use letters, digits and ._+-/ only", name, val)
+			}
+			if slices.Contains(ax.Values, val) {
+				return p.errf(it, "profile_set %s: value %q given twice", name, val)
+			}
+			if _, err := SetProfile(base, [][2]string{{name, val}}); err != nil {
+				if errors.Is(err, errNoField) {
+					return p.errf(k, "%v", err)
+				}
+				return p.errf(it, "%v", err)
+			}
+			lines[name+"="+val] = it
+			ax.Values = append(ax.Values, val)
+		}
+		s.ProfileSet = append(s.ProfileSet, ax)
+		s.axes = append(s.axes, name)
+	}
+	pts := [][][2]string{nil}
+	for _, ax := range s.ProfileSet {
+		var next [][][2]string
+		for _, pt := range pts {
+			for _, v := range ax.Values {
+				next = append(next, append(slices.Clone(pt), [2]string{ax.Name, v}))
+			}
+		}
+		pts = next
+	}
+	for _, pt := range pts {
+		prof, err := SetProfile(base, pt)
+		if err != nil {
+			last := pt[len(pt)-1]
+			return p.errf(lines[last[0]+"="+last[1]], "profile_set %s: %v", joinPairs(pt), err)
+		}
+		hash, err := ProfileHash(prof)
+		if err != nil {
+			return p.errf(at.profileSet, "%v", err)
+		}
+		s.profiles[joinPairs(pt)] = resolvedProfile{prof, hash}
+	}
+	return nil
+}
+
+// joinPairs writes key/value pairs as "k=v,k=v".
+func joinPairs(kvs [][2]string) string {
+	items := make([]string, len(kvs))
+	for i, kv := range kvs {
+		items[i] = kv[0] + "=" + kv[1]
+	}
+	return strings.Join(items, ",")
+}
+
+// errNoField is the error of SetProfile for a path that names no field
+// of the profile.
+var errNoField = errors.New("no such profile field")
+
+// SetProfile returns a copy of base with each (path, value) of set
+// applied: path is a field's keys in the profile file joined by dots
+// ("nvme.bandwidth", "node.device_memory"), value its text as the file
+// would give it ("14GB/s", "40GiB", "2us"). The copy is base marshalled
+// (sim.MarshalProfile), the value put in the YAML tree at path (added if
+// the file omits the field), and the tree parsed back (sim.ParseProfile):
+// the value is parsed by the field's own unit parsing, an unknown field is
+// an error (errNoField), and the result must validate. base is not
+// modified.
+func SetProfile(base *sim.Profile, set [][2]string) (*sim.Profile, error) {
+	data, err := sim.MarshalProfile(base, "")
+	if err != nil {
+		return nil, err
+	}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
+		return nil, fmt.Errorf("experiments: profile %s: re-reading it: %v", base.Name, err)
+	}
+	for _, kv := range set {
+		if err := setNode(doc.Content[0], strings.Split(kv[0], "."), kv[1]); err != nil {
+			return nil, fmt.Errorf("%w %q in profile %s: %v", errNoField, kv[0], base.Name, err)
+		}
+	}
+	out, err := yaml.Marshal(&doc)
+	if err != nil {
+		return nil, fmt.Errorf("experiments: profile %s: %w", base.Name, err)
+	}
+	prof, err := sim.ParseProfile(base.Name+" with "+joinPairs(set), out)
+	if err != nil {
+		if strings.Contains(err.Error(), "not found in type") {
+			paths := make([]string, len(set))
+			for i, kv := range set {
+				paths[i] = kv[0]
+			}
+			return nil, fmt.Errorf("%w %q in profile %s (a path of the profile file's keys, as nvme.bandwidth)", errNoField, strings.Join(paths, ", "), base.Name)
+		}
+		return nil, err
+	}
+	return prof, nil
+}
+
+// setNode sets the scalar at path below the mapping n to value, adding
+// the missing keys; a path through a non-mapping, or ending on a mapping
+// or a list, is an error.
+func setNode(n *yaml.Node, path []string, value string) error {
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("%q is not a table of fields", path[0])
+	}
+	if path[0] == "" {
+		return fmt.Errorf("empty key")
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value != path[0] {
+			continue
+		}
+		v := n.Content[i+1]
+		if len(path) > 1 {
+			return setNode(v, path[1:], value)
+		}
+		if v.Kind != yaml.ScalarNode {
+			return fmt.Errorf("%q is a table or list, not a value", path[0])
+		}
+		*v = yaml.Node{Kind: yaml.ScalarNode, Value: value}
+		return nil
+	}
+	// Absent (an omitted optional field): add it; ParseProfile refuses
+	// a key the profile does not have.
+	key := &yaml.Node{Kind: yaml.ScalarNode, Value: path[0]}
+	var v *yaml.Node
+	if len(path) > 1 {
+		v = &yaml.Node{Kind: yaml.MappingNode}
+		if err := setNode(v, path[1:], value); err != nil {
+			return err
+		}
+	} else {
+		v = &yaml.Node{Kind: yaml.ScalarNode, Value: value}
+	}
+	n.Content = append(n.Content, key, v)
 	return nil
 }
 
@@ -726,6 +1011,17 @@ func mergeSet(set string, over [][2]string) string {
 	return strings.Join(items, ",")
 }
 
+// ResolvedProfile returns the profile of a point of the profile_set axes
+// (Run.ProfileSet; "" for the spec's profile as loaded) and its hash
+// (ProfileHash).
+func (s *Spec) ResolvedProfile(set string) (*sim.Profile, string, error) {
+	rp, ok := s.profiles[set]
+	if !ok {
+		return nil, "", fmt.Errorf("experiments: spec %s: no profile point %q", s.Name, set)
+	}
+	return rp.prof, rp.hash, nil
+}
+
 // Axes returns the names of the spec's axes in key order: the sweep's
 // (file order), then "nodes" and "sf" when given as lists of several
 // values outside sweep.
@@ -737,6 +1033,8 @@ type point struct {
 	nodes int
 	sf    float64
 	knobs [][2]string
+	// prof is the point's profile_set values, "path=value,..."
+	prof string
 }
 
 func (s *Spec) points() []point {
@@ -753,7 +1051,7 @@ func (s *Spec) points() []point {
 				vals = append(vals, strconv.FormatFloat(f, 'g', -1, 64))
 			}
 		default:
-			for _, a := range s.Sweep {
+			for _, a := range append(slices.Clone(s.Sweep), s.ProfileSet...) {
 				if a.Name == ax {
 					vals = a.Values
 				}
@@ -774,16 +1072,25 @@ func (s *Spec) points() []point {
 		if len(s.SF) > 0 {
 			pt.sf = s.SF[0]
 		}
+		var prof [][2]string
 		for _, kv := range pt.vals {
-			switch kv[0] {
-			case "nodes":
+			switch {
+			case kv[0] == "nodes":
 				pt.nodes, _ = strconv.Atoi(kv[1])
-			case "sf":
+			case kv[0] == "sf":
 				pt.sf, _ = strconv.ParseFloat(kv[1], 64)
+			case slices.ContainsFunc(s.ProfileSet, func(a Axis) bool { return a.Name == kv[0] }):
+				prof = append(prof, kv)
 			default:
 				pt.knobs = append(pt.knobs, kv)
 			}
 		}
+		// The profile point in ProfileSet's order, as profileSet keyed it.
+		slices.SortStableFunc(prof, func(a, b [2]string) int {
+			return slices.IndexFunc(s.ProfileSet, func(x Axis) bool { return x.Name == a[0] }) -
+				slices.IndexFunc(s.ProfileSet, func(x Axis) bool { return x.Name == b[0] })
+		})
+		pt.prof = joinPairs(prof)
 	}
 	return pts
 }
@@ -791,6 +1098,8 @@ func (s *Spec) points() []point {
 // Configs returns one Run per configuration (query × policy × sweep
 // point), all with Rep 0, in canonical order: queries, then policies,
 // then sweep points (axes varying last to first), as the file lists them.
+// Each run's Key ends with the hashes of its resolved profile and policy
+// configuration (runKey).
 func (s *Spec) Configs() []Run {
 	pts := s.points()
 	var out []Run
@@ -806,8 +1115,15 @@ func (s *Spec) Configs() []Run {
 				if sweep != "" {
 					cfg += "|" + strings.Join(items, "|")
 				}
-				out = append(out, Run{Config: cfg, Key: cfg + "|rep=0", Spec: s.Hash, Query: q, Label: ps.Name,
-					Policy: ps.Policy, PolicySet: ps.Set, Set: mergeSet(ps.Set, pt.knobs), Sweep: sweep, Nodes: pt.nodes, SF: pt.sf})
+				r := Run{Config: cfg, Spec: s.Hash, Query: q, Label: ps.Name,
+					Policy: ps.Policy, PolicySet: ps.Set, Set: mergeSet(ps.Set, pt.knobs), Sweep: sweep, Nodes: pt.nodes, SF: pt.sf,
+					ProfileSet: pt.prof, ProfileHash: s.profiles[pt.prof].hash}
+				// ParseSpec built every policy with every sweep value.
+				if pol, err := scheduler.NewPolicy(r.Policy, r.Set); err == nil {
+					r.PolicyHash = PolicyHash(pol)
+				}
+				r.Key = runKey(r.ID(), r.ProfileHash, r.PolicyHash)
+				out = append(out, r)
 			}
 		}
 	}
@@ -823,7 +1139,7 @@ func (s *Spec) Runs() []Run {
 	for rep := 0; rep < s.Reps; rep++ {
 		for _, c := range cfgs {
 			c.Rep = rep
-			c.Key = c.Config + "|rep=" + strconv.Itoa(rep)
+			c.Key = runKey(c.ID(), c.ProfileHash, c.PolicyHash)
 			out = append(out, c)
 		}
 	}

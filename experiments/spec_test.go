@@ -103,8 +103,11 @@ func checkKeys(t *testing.T, name string, runs []Run) {
 			t.Fatalf("%s: key %q twice", name, r.Key)
 		}
 		seen[r.Key] = true
-		if r.Key != fmt.Sprintf("%s|rep=%d", r.Config, r.Rep) {
-			t.Fatalf("%s: key %q does not end config %q with rep %d", name, r.Key, r.Config, r.Rep)
+		if want := fmt.Sprintf("%s|rep=%d|hw=%s|pol=%s", r.Config, r.Rep, r.ProfileHash, r.PolicyHash); r.Key != want || len(r.ProfileHash) != 12 || len(r.PolicyHash) != 12 {
+			t.Fatalf("%s: key %q, want config %q, rep %d and the two hashes: %q", name, r.Key, r.Config, r.Rep, want)
+		}
+		if KeyID(r.Key) != r.ID() || !KeyHashed(r.Key) {
+			t.Fatalf("%s: key %q: ID %q, KeyID %q", name, r.Key, r.ID(), KeyID(r.Key))
 		}
 	}
 }
@@ -128,7 +131,7 @@ func TestRunsExpansion(t *testing.T) {
 	checkKeys(t, s.Name, runs)
 	byKey := map[string]Run{}
 	for _, r := range runs {
-		byKey[r.Key] = r
+		byKey[r.ID()] = r
 	}
 	r, ok := byKey["q3|overlap-d2|chunk=16MiB|depth=4|sf=10|nodes=2|rep=1"]
 	if !ok {

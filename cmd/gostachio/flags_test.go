@@ -16,6 +16,10 @@ func TestFlagsRejected(t *testing.T) {
 		want string
 	}{
 		{[]string{"sim", "--nodes", "0", "--query", "q1"}, "--nodes 0 must be at least 1"},
+		{[]string{"tune", "--nodes", "0", "--query", "q1"}, "--nodes 0 must be at least 1"},
+		{[]string{"tune", "--validate", "--query", "q1"}, "--validate runs the engine: give its dataset with --data"},
+		{[]string{"tune", "--range", "depth"}, `--range "depth"`},
+		{[]string{"tune", "--knobs", "chunk", "--range", "depth=1:4"}, "--range depth: the knob is not searched"},
 		{[]string{"demo", "--rounds", "0"}, "--rounds 0 must be at least 1"},
 		{[]string{"sim", "--nodes", "-2", "--query", "q1"}, "--nodes -2 must be at least 1"},
 		{[]string{"query", "--data", "/nonexistent", "--devices", "-3"}, "--devices -3"},
