@@ -136,7 +136,7 @@ type Meta struct {
 	// Superseded counts the stored results moved to SupersededFile
 	// because their keys name another profile or policy configuration
 	// (or predate the hashes in keys).
-	Superseded int `json:"superseded,omitempty"`
+	Superseded  int          `json:"superseded,omitempty"`
 	Policies    []PolicySpec `json:"policies"`
 	GitRevision string       `json:"git_revision"`
 	Machine     Machine      `json:"machine"`

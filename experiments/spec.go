@@ -180,7 +180,9 @@ func KeyID(key string) string {
 
 // KeyHashed reports whether key carries the hashes of the profile and the
 // policy configuration (keys stored before they were added do not).
-func KeyHashed(key string) bool { return strings.Contains(key, "|hw=") && strings.Contains(key, "|pol=") }
+func KeyHashed(key string) bool {
+	return strings.Contains(key, "|hw=") && strings.Contains(key, "|pol=")
+}
 
 // labelOK reports whether s may appear in a run key and a sweep string.
 func labelOK(s string) bool {
