@@ -37,6 +37,7 @@ type link struct {
 	qd      int                // outstanding requests of active flows
 	shared  *sharedCores       // non-nil: capacity falls with oversubscription
 	jobs    int                // active flows without weights (a shared-cores link's kernels)
+	wflows  int                // active flows with weights (FlowSpec.Weights)
 	// alone, if set (AddPortLink), is the capacity while one flow alone
 	// crosses the link, portShared while more do.
 	alone, portShared float64
@@ -531,6 +532,8 @@ func (n *Net) activate(id int32) {
 		}
 		if !f.weighted {
 			l.jobs++
+		} else {
+			l.wflows++
 		}
 	}
 	n.markDirty(f.links[:f.n])
@@ -588,6 +591,8 @@ func (n *Net) deactivate(id int32) {
 		}
 		if !f.weighted {
 			l.jobs--
+		} else {
+			l.wflows--
 		}
 	}
 	n.markDirty(f.links[:f.n])
@@ -673,9 +678,13 @@ func (n *Net) solve(cl, cf []int32) {
 		}
 		l.residual = l.capacity
 		l.unfrozen = int32(len(l.flows))
-		l.weight = 0
-		for _, fid := range l.flows {
-			l.weight += n.flows[fid].weightOn(lid)
+		if l.wflows == 0 {
+			l.weight = float64(len(l.flows)) // Σ of ones, exactly
+		} else {
+			l.weight = 0
+			for _, fid := range l.flows {
+				l.weight += n.flows[fid].weightOn(lid)
+			}
 		}
 	}
 	capped := n.capped[:0]

@@ -22,6 +22,10 @@ import (
 //	go test ./sim/ -run TestGoldenMakespans -update-golden
 var updateGolden = flag.Bool("update-golden", false, "rewrite sim/testdata/makespans.golden from the current code")
 
+// goldenAll checks every golden case, the slow ones too: jittered runs on
+// 8 and 16 nodes, where no two completions share an instant, take minutes.
+var goldenAll = flag.Bool("golden-all", false, "check every golden makespan, the minutes-long jittered 8- and 16-node runs too")
+
 // goldenCase is one simulated run whose makespan is pinned.
 type goldenCase struct {
 	profile string
@@ -114,6 +118,15 @@ func (nopWriter) Write(p []byte) (int, error) { return len(p), nil }
 func TestGoldenMakespans(t *testing.T) {
 	path := filepath.Join("testdata", "makespans.golden")
 	cs := goldenCases()
+	if !*goldenAll && !*updateGolden {
+		var fast []goldenCase
+		for _, g := range cs {
+			if g.jitter == 0 || g.nodes < 8 {
+				fast = append(fast, g)
+			}
+		}
+		cs = fast
+	}
 	if testing.Short() {
 		// One case in five, spread over every profile and knob.
 		var sub []goldenCase
