@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"gostachio/costmodel"
 	"gostachio/plan"
@@ -147,6 +148,43 @@ type Cluster struct {
 	ports map[LinkID]*portSends
 	// startGated starts a flow a gate held back (gate.release).
 	startGated func(FlowSpec)
+	// analyticNet: sends move through the analytic network model
+	// (NetAnalytic) instead of the fluid one.
+	analyticNet bool
+}
+
+// The network models of a Cluster (SetNetwork; `sim --net`).
+const (
+	// NetFluid: every send is a flow of the fluid model, max-min fair
+	// with every other flow on its links (the default; exact).
+	NetFluid = "fluid"
+	// NetAnalytic: sends between devices queue first come first served
+	// at each link they cross and move at its full rate there
+	// (FlowSpec.Analytic): the other tasks stay fluid, and sends share no
+	// rate with them (GPUDirect sends and scan copies no longer slow each
+	// other on PCIe). An approximation for large clusters: an all-to-all
+	// exchange among D devices keeps ~D² transfers in flight, all in one
+	// component of the fluid model, which every completion re-shares;
+	// here a send costs O(links). Its error against NetFluid is measured
+	// by TestNetAnalyticError and printed by `bench sim`.
+	NetAnalytic = "analytic"
+)
+
+// NetModels lists the network models SetNetwork accepts.
+func NetModels() []string { return []string{NetFluid, NetAnalytic} }
+
+// SetNetwork selects the network model of sends (NetFluid, NetAnalytic;
+// "" is NetFluid). Call it before the run starts.
+func (c *Cluster) SetNetwork(model string) error {
+	switch model {
+	case "", NetFluid:
+		c.analyticNet = false
+	case NetAnalytic:
+		c.analyticNet = true
+	default:
+		return fmt.Errorf("sim: network model %q: want one of %s", model, strings.Join(NetModels(), ", "))
+	}
+	return nil
 }
 
 type tableKey struct{ node, device, pipeline int32 }
@@ -652,6 +690,7 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 		if ls, spec, err = c.sendFlow(t, ls); err != nil {
 			return err
 		}
+		spec.Analytic = c.analyticNet
 	default:
 		return fmt.Errorf("sim: task %d has kind %s, which the simulator cannot run", t.ID, t.Kind)
 	}

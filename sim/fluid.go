@@ -61,7 +61,12 @@ type link struct {
 	slows      []int32
 	throughput float64
 
+	// free is when the link's first-come-first-served queue of analytic
+	// transfers (FlowSpec.Analytic) has moved what it holds, in ns.
+	free float64
+
 	// statistics
+	abusy     float64 // ns its analytic queue was moving transfers
 	busySince int64
 	busy      int64   // ns with at least one active flow
 	work      float64 // units that crossed the link
@@ -330,7 +335,7 @@ func (n *Net) noteThroughputs(cl []int32) {
 // now), the units that crossed it, and its peak capacity (units/ns).
 func (n *Net) LinkStats(id LinkID) (busy int64, work, peak float64) {
 	l := &n.links[id]
-	busy = l.busy
+	busy = l.busy + int64(math.Round(l.abusy))
 	if len(l.flows) > 0 {
 		busy += n.now - l.busySince
 	}
@@ -364,6 +369,15 @@ type FlowSpec struct {
 	Weights []float64
 	// Tag is returned with the flow's completion.
 	Tag int32
+	// Analytic, if set, takes the flow out of the fluid model: after its
+	// latency it queues at each of its links first come first served and
+	// moves at the link's full rate there (cut-through: every link serves
+	// it on its own), completing when the last link has served it, as
+	// ASTRA-sim's congestion-aware analytical network does. It shares no
+	// rate with the links' fluid flows and re-shares nothing, so it costs
+	// O(links) whatever the number of transfers in flight (Cluster's
+	// NetAnalytic model of the network).
+	Analytic bool
 }
 
 // Start starts a flow now. Its completion is returned by Step. A flow with
@@ -415,6 +429,10 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 		lat = int64(math.Round(float64(lat) * (1 + n.jitter*(2*n.rng.Float64()-1))))
 	}
 	n.inFlight++
+	if spec.Analytic && f.n > 0 && f.size > 0 {
+		lat = n.reserve(&spec, n.now+lat) - n.now
+		f.n = 0 // a delay alone, in the fluid model
+	}
 	kind := evActivate
 	if f.n == 0 || f.size <= 0 {
 		kind = evDone
@@ -427,6 +445,35 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 	}
 	n.q.push(event{t: n.now + lat, kind: kind, id: id, gen: f.gen})
 	return FlowID(id)
+}
+
+// reserve queues an analytic transfer (FlowSpec.Analytic) ready at t0 at
+// each of its links and returns when the last of them has moved it: a
+// link serves its queue in arrival order at its peak capacity (a port
+// link at its shared rate while its queue is busy), so its work is never
+// late and never overlaps.
+func (n *Net) reserve(spec *FlowSpec, t0 int64) int64 {
+	end := float64(t0)
+	for i, lid := range spec.Links {
+		l := &n.links[lid]
+		w := 1.0
+		if spec.Weights != nil {
+			w = spec.Weights[i]
+		}
+		c := l.peak
+		if l.alone > 0 && l.free > float64(t0) {
+			c = l.portShared
+		}
+		if !(c > 0) {
+			continue
+		}
+		d := spec.Size * w / c
+		l.free = max(l.free, float64(t0)) + d
+		l.work += spec.Size * w
+		l.abusy += d
+		end = max(end, l.free)
+	}
+	return t0 + ceilNs(end-float64(t0))
 }
 
 // Step advances the clock to the next flow completion and returns the

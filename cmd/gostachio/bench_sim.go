@@ -34,7 +34,7 @@ type benchSimOptions struct {
 	profile  string
 	policy   string
 	set      string
-	fluid    string
+	net      string
 	binary   string
 	label    string
 	recorded []string
@@ -111,7 +111,7 @@ times); --plot draws wall time and RSS against nodes for every build.`,
 	f.StringVar(&o.profile, "profile", "dgx-a100", "hardware profile")
 	f.StringVar(&o.policy, "policy", "overlap", "scheduling policy")
 	f.StringVar(&o.set, "set", "", "policy knob overrides")
-	f.StringVar(&o.fluid, "fluid", "", "passed to sim --fluid (empty: the binary's default)")
+	f.StringVar(&o.net, "net", "", "passed to sim --net (empty: the binary's default)")
 	f.StringVar(&o.binary, "binary", "", "gostachio binary to measure (default: this one)")
 	f.StringVar(&o.label, "label", "new", "name of this build in the table and the recording")
 	f.StringSliceVar(&o.recorded, "recorded", nil, "TSV recordings of earlier runs (--record) to show beside this one")
@@ -174,8 +174,8 @@ func benchSim(ctx context.Context, o benchSimOptions, stdout, stderr io.Writer) 
 			if o.set != "" {
 				args = append(args, "--set", o.set)
 			}
-			if o.fluid != "" {
-				args = append(args, "--fluid", o.fluid)
+			if o.net != "" {
+				args = append(args, "--net", o.net)
 			}
 			r, err := benchSimRun(ctx, bin, args, o.timeout)
 			if err != nil {
