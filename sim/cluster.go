@@ -165,7 +165,8 @@ const (
 	// other on PCIe). An approximation for large clusters: an all-to-all
 	// exchange among D devices keeps ~D² transfers in flight, all in one
 	// component of the fluid model, which every completion re-shares;
-	// here a send costs O(links). Its error against NetFluid is measured
+	// here a send costs O(links). Lossy ports' stalls (nic_port) are not
+	// modelled. Its error against NetFluid is measured
 	// by TestNetAnalyticError and printed by `bench sim`.
 	NetAnalytic = "analytic"
 )
@@ -734,7 +735,7 @@ func (c *Cluster) startHeld(spec FlowSpec) {
 // lossyPort is the egress port of send t between nodes when the profile
 // makes ports lossy (Profile.NICPort).
 func (c *Cluster) lossyPort(t *scheduler.Task) (LinkID, bool) {
-	if c.prof.NICPort == nil || t.Kind != scheduler.TaskSend || t.Node == t.Peer.Node {
+	if c.prof.NICPort == nil || c.analyticNet || t.Kind != scheduler.TaskSend || t.Node == t.Peer.Node {
 		return 0, false
 	}
 	return c.nicOut[t.Node][t.Res.Index], true

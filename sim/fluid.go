@@ -138,12 +138,23 @@ type Net struct {
 	compFlows []int32
 	stack     []int32
 
+	// timers are analytic transfers (FlowSpec.Analytic): a completion at
+	// a known time, without a flow slot; freeTimers are reusable.
+	timers     []timer
+	freeTimers []int32
+
 	jitter float64
 	rng    *rand.Rand
 
 	inFlight int
 	// Events counts events processed (stale ones excluded).
 	Events int64
+}
+
+// timer is an analytic transfer in flight: its tag and start.
+type timer struct {
+	tag   int32
+	start int64
 }
 
 // NewNet returns an empty network at time 0.
@@ -380,7 +391,8 @@ type FlowSpec struct {
 	Analytic bool
 }
 
-// Start starts a flow now. Its completion is returned by Step. A flow with
+// Start starts a flow now. Its completion is returned by Step. An
+// analytic flow (FlowSpec.Analytic) gets no flow slot: its FlowID is -1. A flow with
 // no links or no size completes after its latency alone. Start panics if
 // spec names more than maxFlowLinks links, or has Weights that are not
 // one positive, finite number per link (programmer errors).
@@ -397,6 +409,25 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 				panic("sim: flow weight not positive and finite")
 			}
 		}
+	}
+	lat := spec.Latency
+	if n.jitter > 0 && lat > 0 {
+		lat = int64(math.Round(float64(lat) * (1 + n.jitter*(2*n.rng.Float64()-1))))
+	}
+	if spec.Analytic && len(spec.Links) > 0 && spec.Size > 0 {
+		// A completion at a known time: a timer, not a flow slot.
+		var id int32
+		if k := len(n.freeTimers); k > 0 {
+			id = n.freeTimers[k-1]
+			n.freeTimers = n.freeTimers[:k-1]
+		} else {
+			n.timers = append(n.timers, timer{})
+			id = int32(len(n.timers) - 1)
+		}
+		n.timers[id] = timer{tag: spec.Tag, start: n.now}
+		n.inFlight++
+		n.q.push(event{t: n.reserve(&spec, n.now+lat), kind: evTimer, id: id})
+		return -1
 	}
 	var id int32
 	if k := len(n.free); k > 0 {
@@ -424,15 +455,7 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 	f.tag = spec.Tag
 	f.start = n.now
 	f.state = flowLatency
-	lat := spec.Latency
-	if n.jitter > 0 && lat > 0 {
-		lat = int64(math.Round(float64(lat) * (1 + n.jitter*(2*n.rng.Float64()-1))))
-	}
 	n.inFlight++
-	if spec.Analytic && f.n > 0 && f.size > 0 {
-		lat = n.reserve(&spec, n.now+lat) - n.now
-		f.n = 0 // a delay alone, in the fluid model
-	}
 	kind := evActivate
 	if f.n == 0 || f.size <= 0 {
 		kind = evDone
@@ -497,6 +520,14 @@ func (n *Net) stepBefore(limit int64) (tag int32, start, end int64, ok bool) {
 			break
 		}
 		e := n.q.pop()
+		if e.kind == evTimer {
+			n.now = e.t
+			n.Events++
+			tm := n.timers[e.id]
+			n.freeTimers = append(n.freeTimers, e.id)
+			n.inFlight--
+			return tm.tag, tm.start, n.now, true
+		}
 		f := &n.flows[e.id]
 		if e.gen != f.gen {
 			continue // stale prediction
@@ -878,7 +909,7 @@ func (n *Net) nextTime() (int64, bool) {
 	}
 	for n.q.Len() > 0 {
 		e := n.q.peek()
-		if e.gen == n.flows[e.id].gen {
+		if e.kind == evTimer || e.gen == n.flows[e.id].gen {
 			return e.t, true
 		}
 		n.q.pop()
