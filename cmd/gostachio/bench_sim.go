@@ -55,16 +55,19 @@ type benchSimRow struct {
 	RSSBytes int64
 	Tasks    int64
 	Makespan int64
+	// CPUS is the user and system CPU time of the run (0: not recorded):
+	// on a loaded machine, closer than WallS to the wall time alone.
+	CPUS float64
 }
 
 func (r benchSimRow) tsv() string {
-	return fmt.Sprintf("%s\t%d\t%d\t%g\t%s\t%.3f\t%d\t%d\t%d", r.Label, r.Nodes, r.GPUs, r.SF, r.Query, r.WallS, r.RSSBytes, r.Tasks, r.Makespan)
+	return fmt.Sprintf("%s\t%d\t%d\t%g\t%s\t%.3f\t%d\t%d\t%d\t%.3f", r.Label, r.Nodes, r.GPUs, r.SF, r.Query, r.WallS, r.RSSBytes, r.Tasks, r.Makespan, r.CPUS)
 }
 
 func parseBenchSimRow(line string) (benchSimRow, error) {
 	f := strings.Split(line, "\t")
-	if len(f) != 9 {
-		return benchSimRow{}, fmt.Errorf("want 9 tab-separated fields, got %d", len(f))
+	if len(f) != 9 && len(f) != 10 {
+		return benchSimRow{}, fmt.Errorf("want 10 tab-separated fields, got %d", len(f))
 	}
 	var r benchSimRow
 	var err error
@@ -83,6 +86,11 @@ func parseBenchSimRow(line string) (benchSimRow, error) {
 	}
 	for i, p := range []*int64{&r.RSSBytes, &r.Tasks, &r.Makespan} {
 		if *p, err = strconv.ParseInt(f[6+i], 10, 64); err != nil {
+			return r, err
+		}
+	}
+	if len(f) == 10 {
+		if r.CPUS, err = strconv.ParseFloat(f[9], 64); err != nil {
 			return r, err
 		}
 	}
@@ -188,7 +196,7 @@ func benchSim(ctx context.Context, o benchSimOptions, stdout, stderr io.Writer) 
 	}
 	if o.record != "" {
 		var b strings.Builder
-		b.WriteString("# label\tnodes\tgpus\tsf\tquery\twall-s\trss-bytes\ttasks\tmakespan-ns\n")
+		b.WriteString("# label\tnodes\tgpus\tsf\tquery\twall-s\trss-bytes\ttasks\tmakespan-ns\tcpu-s\n")
 		for _, r := range mine {
 			b.WriteString(r.tsv() + "\n")
 		}
@@ -243,6 +251,7 @@ func benchSimRun(ctx context.Context, bin string, args []string, timeout time.Du
 	if cmd.ProcessState != nil {
 		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 			r.RSSBytes = ru.Maxrss << 10
+			r.CPUS = time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 		}
 	}
 	if cctx.Err() != nil && errors.Is(cctx.Err(), context.DeadlineExceeded) {
@@ -265,6 +274,18 @@ func benchSimRun(ctx context.Context, bin string, args []string, timeout time.Du
 }
 
 func writeBenchSimTable(w io.Writer, rows []benchSimRow) {
+	if len(rows) == 0 {
+		return
+	}
+	// The first build in the input (a recording, if any) is the base.
+	labels := []string{}
+	seen := map[string]bool{}
+	for _, r := range rows {
+		if !seen[r.Label] {
+			seen[r.Label] = true
+			labels = append(labels, r.Label)
+		}
+	}
 	sort.SliceStable(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
 		if a.Query != b.Query {
@@ -279,21 +300,15 @@ func writeBenchSimTable(w io.Writer, rows []benchSimRow) {
 		q     string
 	}
 	base := map[key]float64{}
-	labels := []string{}
-	seen := map[string]bool{}
-	for _, r := range rows {
-		if !seen[r.Label] {
-			seen[r.Label] = true
-			labels = append(labels, r.Label)
-		}
-	}
+	baseMs := map[key]int64{}
 	for _, r := range rows {
 		if r.Label == labels[0] && r.WallS > 0 {
 			base[key{r.Nodes, r.SF, r.Query}] = r.WallS
+			baseMs[key{r.Nodes, r.SF, r.Query}] = r.Makespan
 		}
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "build\tnodes x GPUs\tSF\tquery\twall\tpeak RSS\ttasks\twall/task\tmakespan\tvs %s\t\n", labels[0])
+	fmt.Fprintf(tw, "build\tnodes x GPUs\tSF\tquery\twall\tCPU\tpeak RSS\ttasks\twall/task\tmakespan\tspeedup vs %s\tmakespan vs %s\t\n", labels[0], labels[0])
 	for _, r := range rows {
 		wall, per, ratio := "", "", ""
 		if r.WallS < 0 {
@@ -304,19 +319,25 @@ func writeBenchSimTable(w io.Writer, rows []benchSimRow) {
 				per = fmt.Sprintf("%.2f µs", 1e6*r.WallS/float64(r.Tasks))
 			}
 			if b, ok := base[key{r.Nodes, r.SF, r.Query}]; ok && r.Label != labels[0] {
-				ratio = fmt.Sprintf("%.1fx faster", b/r.WallS)
+				ratio = fmt.Sprintf("%.2fx", b/r.WallS)
 			}
 		}
-		ms := ""
+		ms, dms, cpu := "", "", ""
 		if r.Makespan > 0 {
 			ms = fmt.Sprintf("%.3f ms", float64(r.Makespan)/1e6)
+			if b, ok := baseMs[key{r.Nodes, r.SF, r.Query}]; ok && b > 0 && r.Label != labels[0] {
+				dms = fmt.Sprintf("%+.2f%%", 100*float64(r.Makespan-b)/float64(b))
+			}
+		}
+		if r.CPUS > 0 {
+			cpu = fmt.Sprintf("%.2f s", r.CPUS)
 		}
 		tasks := ""
 		if r.Tasks > 0 {
 			tasks = strconv.FormatInt(r.Tasks, 10)
 		}
-		fmt.Fprintf(tw, "%s\t%d x %d\t%g\t%s\t%s\t%.0f MB\t%s\t%s\t%s\t%s\t\n", r.Label, r.Nodes, r.GPUs, r.SF, r.Query,
-			wall, float64(r.RSSBytes)/1e6, tasks, per, ms, ratio)
+		fmt.Fprintf(tw, "%s\t%d x %d\t%g\t%s\t%s\t%s\t%.0f MB\t%s\t%s\t%s\t%s\t%s\t\n", r.Label, r.Nodes, r.GPUs, r.SF, r.Query,
+			wall, cpu, float64(r.RSSBytes)/1e6, tasks, per, ms, ratio, dms)
 	}
 	tw.Flush()
 }
