@@ -71,6 +71,7 @@ func TestNetAnalyticError(t *testing.T) {
 		nodeCounts = []int{4}
 	}
 	var errs []float64
+	perNodes := make([][]float64, len(nodeCounts))
 	var b strings.Builder
 	fmt.Fprintf(&b, "analytic network vs fluid, makespan error (%%), dgx-a100 SF%d overlap\nquery", sf)
 	for _, nodes := range nodeCounts {
@@ -83,7 +84,7 @@ func TestNetAnalyticError(t *testing.T) {
 			t.Fatal(err)
 		}
 		fmt.Fprintf(&b, "%s", q)
-		for _, nodes := range nodeCounts {
+		for k, nodes := range nodeCounts {
 			var ms [2]int64
 			for i, net := range []string{NetFluid, NetAnalytic} {
 				rep, err := SimulateWith(context.Background(), p, prof, nodes, pol, nil, RunConfig{Net: net})
@@ -94,10 +95,17 @@ func TestNetAnalyticError(t *testing.T) {
 			}
 			e := 100 * float64(ms[1]-ms[0]) / float64(ms[0])
 			errs = append(errs, math.Abs(e))
+			perNodes[k] = append(perNodes[k], math.Abs(e))
 			fmt.Fprintf(&b, "\t%+.2f", e)
 		}
 		b.WriteString("\n")
 	}
+	b.WriteString("median |error|")
+	for _, pn := range perNodes {
+		slices.Sort(pn)
+		fmt.Fprintf(&b, "\t%.2f", (pn[(len(pn)-1)/2]+pn[len(pn)/2])/2)
+	}
+	b.WriteString("\n")
 	slices.Sort(errs)
 	med, worst := errs[len(errs)/2], errs[len(errs)-1]
 	fmt.Fprintf(&b, "median |error| %.2f%%, worst %.2f%%", med, worst)
