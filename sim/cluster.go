@@ -372,12 +372,19 @@ func (c *Cluster) gpuKernel(t *scheduler.Task) bool {
 	return c.gpuScanUnit(t) && !split
 }
 
-// rec is the payload of one flow: the task it executes.
+// rec is the payload of one flow: the task it executes. It is kept small
+// (a large cluster has millions of sends in flight): what only host
+// kernels with a fold and sends through lossy ports need is in x.
 type rec struct {
 	task *scheduler.Task
 	// gate the flow passed (nil: none) and its weight there.
 	gate   *gate
-	weight int
+	x      *recExtra
+	weight int32
+}
+
+// recExtra is the rest of a rec, for the flows that need it.
+type recExtra struct {
 	// fold: the flow is a host kernel's first phase, and fold its second
 	// (hostKernel), started when this one ends; the first phase's gate
 	// stays held (the engine's kernel keeps its CPU slot while it waits
@@ -391,6 +398,14 @@ type rec struct {
 	port   LinkID
 	flow   FlowID
 	moving int64
+}
+
+// extra is rec r's recExtra, made on first use.
+func (c *Cluster) extra(r int32) *recExtra {
+	if c.recs[r].x == nil {
+		c.recs[r].x = &recExtra{}
+	}
+	return c.recs[r].x
 }
 
 // gateKey names a gate: the kind of the resource it guards, its node
@@ -698,10 +713,12 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 	c.links = ls
 	spec.Links = ls
 	r := c.newRec(t)
-	c.recs[r].fold = fold
+	if fold != nil {
+		c.extra(r).fold = fold
+	}
 	spec.Tag = r
 	if g, w := c.gateOf(t, &spec); g != nil {
-		c.recs[r].gate, c.recs[r].weight = g, w
+		c.recs[r].gate, c.recs[r].weight = g, int32(w)
 		if !g.admit(w) {
 			spec.Links = slices.Clone(ls)
 			g.waiting = append(g.waiting, waitingFlow{spec, w})
@@ -745,10 +762,11 @@ func (c *Cluster) lossyPort(t *scheduler.Task) (LinkID, bool) {
 // first, just ended) through its device's fold gate; r's own gate passes
 // to the fold.
 func (c *Cluster) startFold(r rec, first int64) {
-	f := r.fold
+	f := r.x.fold
 	n := c.newRec(r.task)
 	c.recs[n].gate, c.recs[n].weight = r.gate, r.weight
-	c.recs[n].folding, c.recs[n].first = f.gate, first
+	x := c.extra(n)
+	x.folding, x.first = f.gate, first
 	spec := FlowSpec{Links: []LinkID{c.host[r.task.Node]}, Size: f.size, Limit: f.limit, Tag: n}
 	if !f.gate.admit(1) {
 		f.gate.waiting = append(f.gate.waiting, waitingFlow{spec, 1})
@@ -838,17 +856,17 @@ func (c *Cluster) Next(ctx context.Context) (scheduler.Completion, error) {
 		r, start, end = c.recs[tag], s, e
 		c.recs[tag] = rec{}
 		c.freeRecs = append(c.freeRecs, tag)
-		if r.fold == nil {
+		if r.x == nil || r.x.fold == nil {
 			break
 		}
 		c.startFold(r, start)
 	}
 	if r.gate != nil {
-		r.gate.release(r.weight, c.startGated)
+		r.gate.release(int(r.weight), c.startGated)
 	}
-	if r.folding != nil {
-		r.folding.release(1, c.startGated)
-		start = r.first
+	if r.x != nil && r.x.folding != nil {
+		r.x.folding.release(1, c.startGated)
+		start = r.x.first
 	}
 	t := r.task
 	comp := scheduler.Completion{Task: t, Start: scheduler.Time(start), End: scheduler.Time(end)}
