@@ -158,6 +158,7 @@ func settleRun(s *Scheduler, nodes []*Scheduler, coord *Coordinator, bump func(i
 type nodeSet struct {
 	in   []bool
 	list []int
+	buf  []int // sorted's
 }
 
 func newNodeSet(n int) *nodeSet { return &nodeSet{in: make([]bool, n)} }
@@ -171,12 +172,12 @@ func (ns *nodeSet) add(n int) {
 
 func (ns *nodeSet) len() int { return len(ns.list) }
 
-// sorted returns the members in increasing order (a copy the set's later
-// adds do not change).
+// sorted returns the members in increasing order, in a slice of the set's
+// that the set's later adds do not change and the next call reuses.
 func (ns *nodeSet) sorted() []int {
-	out := slices.Clone(ns.list)
-	slices.Sort(out)
-	return out
+	ns.buf = append(ns.buf[:0], ns.list...)
+	slices.Sort(ns.buf)
+	return ns.buf
 }
 
 func (ns *nodeSet) clear() {

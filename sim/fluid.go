@@ -426,7 +426,7 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 		}
 		n.timers[id] = timer{tag: spec.Tag, start: n.now}
 		n.inFlight++
-		n.q.push(event{t: n.reserve(&spec, n.now+lat), kind: evTimer, id: id})
+		n.q.push(newEvent(n.reserve(&spec, n.now+lat), evTimer, id, 0))
 		return -1
 	}
 	var id int32
@@ -466,7 +466,7 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 			}
 		}
 	}
-	n.q.push(event{t: n.now + lat, kind: kind, id: id, gen: f.gen})
+	n.q.push(newEvent(n.now+lat, kind, id, f.gen))
 	return FlowID(id)
 }
 
@@ -520,7 +520,7 @@ func (n *Net) stepBefore(limit int64) (tag int32, start, end int64, ok bool) {
 			break
 		}
 		e := n.q.pop()
-		if e.kind == evTimer {
+		if e.kind() == evTimer {
 			n.now = e.t
 			n.Events++
 			tm := n.timers[e.id]
@@ -534,7 +534,7 @@ func (n *Net) stepBefore(limit int64) (tag int32, start, end int64, ok bool) {
 		}
 		n.now = e.t
 		n.Events++
-		switch e.kind {
+		switch e.kind() {
 		case evActivate:
 			n.activate(e.id)
 		case evFinish:
@@ -582,7 +582,7 @@ func (n *Net) hold(id int32) bool {
 			continue
 		}
 		for _, h := range l.held {
-			n.q.push(event{t: n.now, kind: evDone, id: h, gen: n.flows[h].gen})
+			n.q.push(newEvent(n.now, evDone, h, n.flows[h].gen))
 		}
 		l.held = l.held[:0]
 	}
@@ -858,7 +858,7 @@ func (n *Net) solve(cl, cf []int32) {
 	for _, fid := range cf {
 		f := &n.flows[fid]
 		if f.rate > 0 && f.pred == best {
-			n.q.push(event{t: best, kind: evFinish, id: fid, gen: f.gen})
+			n.q.push(newEvent(best, evFinish, fid, f.gen))
 		}
 	}
 }
@@ -909,7 +909,7 @@ func (n *Net) nextTime() (int64, bool) {
 	}
 	for n.q.Len() > 0 {
 		e := n.q.peek()
-		if e.kind == evTimer || e.gen == n.flows[e.id].gen {
+		if e.kind() == evTimer || e.gen == n.flows[e.id].gen {
 			return e.t, true
 		}
 		n.q.pop()
