@@ -8,8 +8,10 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"gostachio/plan"
@@ -77,34 +79,35 @@ func goldenCases() []goldenCase {
 	return cs
 }
 
-// goldenResult runs one case: "makespan events" or "error".
-func goldenResult(t testing.TB, g goldenCase, stats map[string][]plan.TableStats) string {
+// goldenResult runs one case: "makespan" in ns, or "error" if the run
+// fails; err reports a case that cannot be set up.
+func goldenResult(g goldenCase, stats map[string][]plan.TableStats) (string, error) {
 	sk := fmt.Sprintf("%g/%d", g.sf, g.rows)
 	tables, ok := stats[sk]
 	if !ok {
 		var err error
 		if tables, err = queries.Stats(g.sf, g.rows); err != nil {
-			t.Fatal(err)
+			return "", err
 		}
 		stats[sk] = tables
 	}
 	p, err := queries.Build(g.query, g.sf, tables)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	prof, err := LoadProfileLog(g.profile, nopWriter{})
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	pol, err := scheduler.NewPolicy(g.policy, g.set)
 	if err != nil {
-		t.Fatal(err)
+		return "", err
 	}
 	rep, err := Simulate(context.Background(), p, prof, g.nodes, pol, nil, g.jitter, 1)
 	if err != nil {
-		return "error"
+		return "error", nil
 	}
-	return strconv.FormatInt(rep.MakespanNs, 10)
+	return strconv.FormatInt(rep.MakespanNs, 10), nil
 }
 
 type nopWriter struct{}
@@ -135,12 +138,16 @@ func TestGoldenMakespans(t *testing.T) {
 		}
 		cs = sub
 	}
-	stats := map[string][]plan.TableStats{}
 	if *updateGolden {
+		stats := map[string][]plan.TableStats{}
 		var b strings.Builder
 		b.WriteString("# profile nodes sf chunk-rows query policy set jitter -> makespan-ns (or error)\n")
 		for _, g := range goldenCases() {
-			fmt.Fprintf(&b, "%s %s\n", g.key(), goldenResult(t, g, stats))
+			r, err := goldenResult(g, stats)
+			if err != nil {
+				t.Fatalf("%s: %v", g.key(), err)
+			}
+			fmt.Fprintf(&b, "%s %s\n", g.key(), r)
 		}
 		if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
 			t.Fatal(err)
@@ -165,13 +172,33 @@ func TestGoldenMakespans(t *testing.T) {
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
-	exact, worst := 0, 0.0
 	for _, g := range cs {
-		w, ok := want[g.key()]
-		if !ok {
+		if _, ok := want[g.key()]; !ok {
 			t.Fatalf("%s: no golden makespan in %s (regenerate with -update-golden)", g.key(), path)
 		}
-		got := goldenResult(t, g, stats)
+	}
+	// The cases are independent runs: one worker per core.
+	got := make([]string, len(cs))
+	errs := make([]error, len(cs))
+	var wg sync.WaitGroup
+	workers := runtime.GOMAXPROCS(0)
+	for k := 0; k < workers; k++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			stats := map[string][]plan.TableStats{}
+			for i := k; i < len(cs); i += workers {
+				got[i], errs[i] = goldenResult(cs[i], stats)
+			}
+		}()
+	}
+	wg.Wait()
+	exact, worst := 0, 0.0
+	for i, g := range cs {
+		if errs[i] != nil {
+			t.Fatalf("%s: %v", g.key(), errs[i])
+		}
+		w, got := want[g.key()], got[i]
 		if got == w {
 			exact++
 			continue
