@@ -124,7 +124,7 @@ times); --plot draws wall time and RSS against nodes for every build.`,
 	f.StringVar(&o.label, "label", "new", "name of this build in the table and the recording")
 	f.StringSliceVar(&o.recorded, "recorded", nil, "TSV recordings of earlier runs (--record) to show beside this one")
 	f.StringVar(&o.record, "record", "", "write this run's rows to this TSV file")
-	f.StringVar(&o.plot, "plot", "", "draw wall time and peak RSS against nodes to this .svg or .png")
+	f.StringVar(&o.plot, "plot", "", "draw wall time, wall time per task and peak RSS against nodes: PATH-wall, PATH-per-task and PATH-rss (.svg or .png)")
 	f.DurationVar(&o.timeout, "timeout", 10*time.Minute, "give up on one run after this long")
 	return cmd
 }
@@ -342,41 +342,48 @@ func writeBenchSimTable(w io.Writer, rows []benchSimRow) {
 	tw.Flush()
 }
 
-// plotBenchSim draws wall time per task and peak RSS against nodes, one
-// line per build and query, log-log.
+// plotBenchSim draws wall time, wall time per simulated task and peak RSS
+// against nodes, one line per build and query, log-log: PATH-wall.EXT,
+// PATH-per-task.EXT and PATH-rss.EXT.
 func plotBenchSim(rows []benchSimRow, path string) error {
-	wall := plot.New()
-	wall.Title.Text = "simulator wall time per simulated task"
-	wall.X.Label.Text = "nodes (8 GPUs each, SF per node constant)"
-	wall.Y.Label.Text = "µs per task"
-	wall.X.Scale, wall.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	wall.X.Tick.Marker, wall.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
-	rss := plot.New()
-	rss.Title.Text = "peak resident memory"
-	rss.X.Label.Text = wall.X.Label.Text
-	rss.Y.Label.Text = "MB"
-	rss.X.Scale, rss.Y.Scale = plot.LogScale{}, plot.LogScale{}
-	rss.X.Tick.Marker, rss.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+	type panel struct {
+		suffix, title, y string
+		val              func(r benchSimRow) float64
+	}
+	panels := []panel{
+		{"-wall", "simulator wall time", "s", func(r benchSimRow) float64 { return r.WallS }},
+		{"-per-task", "simulator wall time per simulated task", "µs per task", func(r benchSimRow) float64 { return 1e6 * r.WallS / float64(r.Tasks) }},
+		{"-rss", "simulator peak resident memory", "MB", func(r benchSimRow) float64 { return float64(r.RSSBytes) / 1e6 }},
+	}
 	type series struct{ label, q string }
 	var order []series
-	pts := map[series][2]plotter.XYs{}
+	byS := map[series][]benchSimRow{}
 	for _, r := range rows {
 		if r.WallS <= 0 || r.Tasks <= 0 {
 			continue
 		}
 		k := series{r.Label, r.Query}
-		if _, ok := pts[k]; !ok {
+		if _, ok := byS[k]; !ok {
 			order = append(order, k)
 		}
-		p := pts[k]
-		p[0] = append(p[0], plotter.XY{X: float64(r.Nodes), Y: 1e6 * r.WallS / float64(r.Tasks)})
-		p[1] = append(p[1], plotter.XY{X: float64(r.Nodes), Y: float64(r.RSSBytes) / 1e6})
-		pts[k] = p
+		byS[k] = append(byS[k], r)
 	}
 	palette := []color.RGBA{{200, 60, 40, 255}, {30, 100, 200, 255}, {40, 150, 60, 255}, {150, 80, 170, 255}, {220, 150, 20, 255}}
-	for i, k := range order {
-		for j, p := range []*plot.Plot{wall, rss} {
-			l, s, err := plotter.NewLinePoints(pts[k][j])
+	ext := pathExt(path)
+	for _, pn := range panels {
+		p := plot.New()
+		p.Title.Text = pn.title
+		p.X.Label.Text = "nodes (8 GPUs each; SF per node about constant)"
+		p.Y.Label.Text = pn.y
+		p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+		p.X.Tick.Marker, p.Y.Tick.Marker = plot.LogTicks{Prec: -1}, plot.LogTicks{Prec: -1}
+		for i, k := range order {
+			var xy plotter.XYs
+			for _, r := range byS[k] {
+				xy = append(xy, plotter.XY{X: float64(r.Nodes), Y: pn.val(r)})
+			}
+			sort.Slice(xy, func(a, b int) bool { return xy[a].X < xy[b].X })
+			l, s, err := plotter.NewLinePoints(xy)
 			if err != nil {
 				return err
 			}
@@ -384,15 +391,12 @@ func plotBenchSim(rows []benchSimRow, path string) error {
 			p.Add(l, s)
 			p.Legend.Add(k.label+" "+k.q, l, s)
 		}
+		p.Legend.Top, p.Legend.Left = true, true
+		if err := plots.SaveSize(p, strings.TrimSuffix(path, ext)+pn.suffix+ext, 6*vg.Inch, 4*vg.Inch); err != nil {
+			return err
+		}
 	}
-	wall.Legend.Top, rss.Legend.Top = true, true
-	wall.Legend.Left, rss.Legend.Left = true, true
-	// Two figures: PATH-wall.EXT and PATH-rss.EXT.
-	w, h := 6*vg.Inch, 4*vg.Inch
-	if err := plots.SaveSize(wall, strings.TrimSuffix(path, pathExt(path))+"-wall"+pathExt(path), w, h); err != nil {
-		return err
-	}
-	return plots.SaveSize(rss, strings.TrimSuffix(path, pathExt(path))+"-rss"+pathExt(path), w, h)
+	return nil
 }
 
 func pathExt(p string) string {
