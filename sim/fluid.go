@@ -134,6 +134,7 @@ type Net struct {
 	dirty     []int32
 	spare     []int32 // flush's other dirty list
 	capped    []int32
+	atBest    []int32
 	compLinks []int32
 	compFlows []int32
 	stack     []int32
@@ -694,7 +695,7 @@ func (n *Net) reshare(seed []int32) {
 			continue // already in a component solved this round
 		}
 		n.links[s].mark = ep
-		cl, cf, st := n.compLinks[:0], n.compFlows[:0], n.stack[:0]
+		cl, cf, st, capped := n.compLinks[:0], n.compFlows[:0], n.stack[:0], n.capped[:0]
 		st = append(st, s)
 		for len(st) > 0 {
 			lid := st[len(st)-1]
@@ -707,6 +708,12 @@ func (n *Net) reshare(seed []int32) {
 				}
 				f.mark = ep
 				cf = append(cf, fid)
+				// solve's starting point, set while f is at hand
+				f.frozen = false
+				f.newRate = 0
+				if f.limit > 0 {
+					capped = append(capped, fid)
+				}
 				for i := 0; i < int(f.n); i++ {
 					if m := f.links[i]; n.links[m].mark != ep {
 						n.links[m].mark = ep
@@ -715,17 +722,18 @@ func (n *Net) reshare(seed []int32) {
 				}
 			}
 		}
-		n.compLinks, n.compFlows, n.stack = cl, cf, st
+		n.compLinks, n.compFlows, n.stack, n.capped = cl, cf, st, capped
 		if len(cf) > 0 {
-			n.solve(cl, cf)
+			n.solve(cl, cf, capped)
 		}
 		n.noteThroughputs(cl)
 	}
 }
 
-// solve runs progressive filling on one component and schedules its
-// earliest completion.
-func (n *Net) solve(cl, cf []int32) {
+// solve runs progressive filling on one component (its links cl, its
+// flows cf, unfrozen at rate 0, and those of cf with a limit, capped) and
+// schedules its earliest completion.
+func (n *Net) solve(cl, cf, capped []int32) {
 	for _, lid := range cl {
 		l := &n.links[lid]
 		if l.storage != nil {
@@ -765,17 +773,10 @@ func (n *Net) solve(cl, cf []int32) {
 			}
 		}
 	}
-	capped := n.capped[:0]
-	for _, fid := range cf {
+	for _, fid := range capped {
 		f := &n.flows[fid]
-		f.frozen = false
-		f.newRate = 0
-		if f.limit > 0 {
-			f.elimit = f.limit * n.flowSpeed(f)
-			capped = append(capped, fid)
-		}
+		f.elimit = f.limit * n.flowSpeed(f)
 	}
-	n.capped = capped
 	left := len(cf)
 	for left > 0 {
 		// The bottleneck: the link with the smallest fair share of its
@@ -829,8 +830,7 @@ func (n *Net) solve(cl, cf []int32) {
 
 	// Bring remaining sizes up to date; find the earliest completion.
 	best := int64(math.MaxInt64)
-	var bestID int32 = -1
-	_ = bestID
+	atBest := n.atBest[:0] // the flows finishing at best, in cf's order
 	for _, fid := range cf {
 		f := &n.flows[fid]
 		if f.rate > 0 {
@@ -847,20 +847,18 @@ func (n *Net) solve(cl, cf []int32) {
 		}
 		f.pred = n.now + ceilNs(f.remaining/f.rate)
 		if f.pred < best {
-			best, bestID = f.pred, fid
+			best, atBest = f.pred, atBest[:0]
 		}
-	}
-	if bestID < 0 {
-		return
+		if f.pred == best {
+			atBest = append(atBest, fid)
+		}
 	}
 	// Every flow finishing at that same instant gets its event, so that
 	// simultaneous completions are re-shared once (flush), not one by one.
-	for _, fid := range cf {
-		f := &n.flows[fid]
-		if f.rate > 0 && f.pred == best {
-			n.q.push(newEvent(best, evFinish, fid, f.gen))
-		}
+	for _, fid := range atBest {
+		n.q.push(newEvent(best, evFinish, fid, n.flows[fid].gen))
 	}
+	n.atBest = atBest
 }
 
 func (n *Net) freeze(fid int32, r float64) {
