@@ -83,31 +83,37 @@ const (
 
 // flow is one transfer (or compute job) crossing up to maxFlowLinks links.
 type flow struct {
-	// hot in re-sharing: keep within the first cache line
-	links     [maxFlowLinks]int32
-	mark      uint32
-	n         uint8
-	frozen    bool
-	state     flowState
-	newRate   float64
-	rate      float64
+	// Re-sharing touches a component's every flow several times: what it
+	// reads is in the first cache line (finding the component, freezing)
+	// and the second (bringing remaining sizes up to date), and a flow is
+	// 256 bytes, so that each starts a cache line.
+	links    [maxFlowLinks]int32
+	mark     uint32
+	gen      uint32
+	n        uint8
+	frozen   bool
+	state    flowState
+	weighted bool // FlowSpec.Weights was given
+	limited  bool // limit > 0
+	newRate  float64
+	rate     float64
+
 	remaining float64
-	last      int64 // when remaining was last brought up to date
+	last      int64   // when remaining was last brought up to date
+	pred      int64   // predicted end at the current rate (solve scratch)
+	limit     float64 // own rate cap, units/ns (0: none)
+	elimit    float64 // limit at the speed of its slowed links (solve scratch)
+	size      float64
+	start     int64 // when the flow was started (before latency)
+	tag       int32 // caller's payload
+	qd        int32
 
 	// w is the flow's weight on each of its links: the link units one
-	// unit of its rate uses there (FlowSpec.Weights; 1 for most).
-	w        [maxFlowLinks]float64
-	weighted bool // FlowSpec.Weights was given
-
-	pred   int64   // predicted end at the current rate (solve scratch)
-	limit  float64 // own rate cap, units/ns (0: none)
-	elimit float64 // limit at the speed of its slowed links (solve scratch)
-	gen    uint32
-	qd     int32
-	pos    [maxFlowLinks]int32 // index of this flow in links[i].flows
-	size   float64
-	start  int64 // when the flow was started (before latency)
-	tag    int32 // caller's payload
+	// unit of its rate uses there (FlowSpec.Weights; 1 for most, which
+	// re-sharing then does not read).
+	w   [maxFlowLinks]float64
+	pos [maxFlowLinks]int32 // index of this flow in links[i].flows
+	_   [32]byte
 }
 
 // Net is the fluid (flow-level) model of SimGrid: links with capacities,
@@ -449,6 +455,7 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 		}
 	}
 	f.limit = spec.Limit
+	f.limited = spec.Limit > 0
 	f.size = spec.Size
 	f.remaining = spec.Size
 	f.rate = 0
@@ -711,7 +718,7 @@ func (n *Net) reshare(seed []int32) {
 				// solve's starting point, set while f is at hand
 				f.frozen = false
 				f.newRate = 0
-				if f.limit > 0 {
+				if f.limited {
 					capped = append(capped, fid)
 				}
 				for i := 0; i < int(f.n); i++ {
@@ -867,12 +874,16 @@ func (n *Net) freeze(fid int32, r float64) {
 	f.newRate = r
 	for i := 0; i < int(f.n); i++ {
 		l := &n.links[f.links[i]]
-		l.residual -= r * f.w[i]
+		w := 1.0
+		if f.weighted {
+			w = f.w[i]
+		}
+		l.residual -= r * w
 		if l.residual < 0 {
 			l.residual = 0
 		}
 		l.unfrozen--
-		l.weight -= f.w[i]
+		l.weight -= w
 		if l.unfrozen == 0 {
 			l.weight = 0 // no rounding residue
 		}
