@@ -145,8 +145,9 @@ type Net struct {
 	compFlows []int32
 	stack     []int32
 
-	// timers are analytic transfers (FlowSpec.Analytic): a completion at
-	// a known time, without a flow slot; freeTimers are reusable.
+	// timers are the analytic transfers (FlowSpec.Analytic) that take
+	// longer than an event's gen can say (evTimerLong); freeTimers are
+	// reusable.
 	timers     []timer
 	freeTimers []int32
 
@@ -422,7 +423,15 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 		lat = int64(math.Round(float64(lat) * (1 + n.jitter*(2*n.rng.Float64()-1))))
 	}
 	if spec.Analytic && len(spec.Links) > 0 && spec.Size > 0 {
-		// A completion at a known time: a timer, not a flow slot.
+		// A completion at a known time: the event carries the tag and,
+		// when it fits, the duration; a longer one keeps its start in a
+		// timer.
+		end := n.reserve(&spec, n.now+lat)
+		n.inFlight++
+		if d := end - n.now; d <= math.MaxUint32 {
+			n.q.push(newEvent(end, evTimer, spec.Tag, uint32(d)))
+			return -1
+		}
 		var id int32
 		if k := len(n.freeTimers); k > 0 {
 			id = n.freeTimers[k-1]
@@ -432,8 +441,7 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 			id = int32(len(n.timers) - 1)
 		}
 		n.timers[id] = timer{tag: spec.Tag, start: n.now}
-		n.inFlight++
-		n.q.push(newEvent(n.reserve(&spec, n.now+lat), evTimer, id, 0))
+		n.q.push(newEvent(end, evTimerLong, id, 0))
 		return -1
 	}
 	var id int32
@@ -528,7 +536,13 @@ func (n *Net) stepBefore(limit int64) (tag int32, start, end int64, ok bool) {
 			break
 		}
 		e := n.q.pop()
-		if e.kind() == evTimer {
+		switch e.kind() {
+		case evTimer:
+			n.now = e.t
+			n.Events++
+			n.inFlight--
+			return e.id, n.now - int64(e.gen), n.now, true
+		case evTimerLong:
 			n.now = e.t
 			n.Events++
 			tm := n.timers[e.id]
@@ -918,7 +932,7 @@ func (n *Net) nextTime() (int64, bool) {
 	}
 	for n.q.Len() > 0 {
 		e := n.q.peek()
-		if e.kind() == evTimer || e.gen == n.flows[e.id].gen {
+		if k := e.kind(); k == evTimer || k == evTimerLong || e.gen == n.flows[e.id].gen {
 			return e.t, true
 		}
 		n.q.pop()

@@ -114,3 +114,17 @@ func TestNetAnalyticError(t *testing.T) {
 		t.Errorf("analytic network's error grew: median %.2f%%, worst %.2f%% (docs/model.md states at most 2%% and 10%%)", med, worst)
 	}
 }
+
+// TestAnalyticLongTransfer: a transfer longer than 2³² ns reports its
+// start and end as a short one does.
+func TestAnalyticLongTransfer(t *testing.T) {
+	n := NewNet()
+	l := n.AddLink(1)
+	n.Start(FlowSpec{Links: []LinkID{l}, Size: 1e3, Latency: 7, Analytic: true, Tag: 1})
+	n.Step()
+	n.Start(FlowSpec{Links: []LinkID{l}, Size: 5e9, Latency: 3, Analytic: true, Tag: 2})
+	tag, start, end, ok := n.Step()
+	if !ok || tag != 2 || start != 1007 || end != 1007+3+5e9 {
+		t.Fatalf("tag %d, %d..%d, ok %v; want tag 2, 1007..%d", tag, start, end, ok, int64(1007+3+5e9))
+	}
+}

@@ -11,8 +11,12 @@ const (
 	// evDone: a task completes (delay-only tasks, and flows whose bytes
 	// drained): its Completion is returned by Next.
 	evDone
-	// evTimer: an analytic transfer completes (id: its timer, Net.timers).
+	// evTimer: an analytic transfer completes (id: its tag, gen: its
+	// duration in ns).
 	evTimer
+	// evTimerLong: an analytic transfer of 2³² ns or more completes (id:
+	// its timer, Net.timers).
+	evTimerLong
 )
 
 // event is one entry of the queue. Events are ordered by (t, seq): seq is a
@@ -24,7 +28,7 @@ type event struct {
 	// sk is seq<<8 | kind: seq, the push order, breaks ties (the kind
 	// below it never does: seqs are unique).
 	sk  uint64
-	id  int32  // flow slot (evTimer: timer)
+	id  int32  // flow slot (evTimer: tag; evTimerLong: timer)
 	gen uint32 // flow generation when pushed (stale-event check)
 }
 
