@@ -9,7 +9,7 @@ GO ?= go
 BIN := bin/gostachio
 DEMO_DATA ?= out/data/sf0.01
 
-.PHONY: all build build-rdma deps-rdma peer test test-rdma test-peer race bench bench-io bench-gen bench-tpch demo docs validate calibrate lint fmt vet deps clean
+.PHONY: all build build-rdma deps-rdma peer test test-rdma test-peer race bench bench-io bench-gen bench-sim bench-tpch demo docs validate calibrate lint fmt vet deps clean
 
 # The DuckDB peer (cgo) lives in its own module so the main one stays
 # cgo-free; `make test` runs its cross-check of our engine against DuckDB.
@@ -79,6 +79,22 @@ bench-wire:
 
 bench-gen:
 	$(GO) test -run '^$$' -bench GenSF1 -benchtime 1x ./tpch/
+
+# The simulator's own cost as the cluster grows (weak scaling: SF per node
+# constant): q3 under overlap on dgx-a100 from 8 to 128 nodes, exact (fluid
+# network) and approximate (analytic network), beside the recorded runs of
+# the simulator before its scaling work; then all 22 queries on 128 nodes at
+# SF10,000 with the analytic network. Prints wall time, CPU time, peak RSS,
+# tasks, time per task and the makespan against the base. Minutes: the
+# fluid runs on 64 and 128 nodes are the slow ones
+# (BENCH_SIM_FLUID_CASES=... to trim them).
+BENCH_SIM_RECORDED ?= docs/figures/sim-scale-before.tsv
+BENCH_SIM_FLUID_CASES ?= 8:500,16:1000,32:2000,64:4000
+BENCH_SIM_CASES ?= 8:500,16:1000,32:2000,64:4000,128:10000
+bench-sim: build
+	$(BIN) bench sim --label fluid --net fluid --cases $(BENCH_SIM_FLUID_CASES) --queries q3 --recorded $(BENCH_SIM_RECORDED)
+	$(BIN) bench sim --label analytic --net analytic --cases $(BENCH_SIM_CASES) --queries q3 --recorded $(BENCH_SIM_RECORDED)
+	$(BIN) bench sim --label analytic --net analytic --cases 128:10000 --queries all
 
 # All 22 queries at SF1, cold, serial vs overlap, side by side with DuckDB.
 bench-tpch: build peer

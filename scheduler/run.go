@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"gostachio/plan"
 )
@@ -38,15 +39,27 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 	// every node after every event anywhere would grow a node's limits
 	// as fast as the cluster has events, not as fast as the node has.
 	passes := make([]int, len(nodes))
+	// Only the nodes an event reached have anything to do: ready holds the
+	// nodes with passes left, dirty those that may have deliveries,
+	// finished pipelines or released outputs to settle. Both are swept in
+	// node order, as a sweep over every node would (the others are no-ops),
+	// so that the cost of an event does not grow with the cluster.
+	ready, dirty := newNodeSet(len(nodes)), newNodeSet(len(nodes))
+	bump := func(n int) {
+		passes[n]++
+		ready.add(n)
+		dirty.add(n)
+	}
 	for n := range passes {
-		passes[n] = 1
+		bump(n)
 	}
 	inflight := 0
 	for {
 		now := b.Now()
 		for pending := true; pending; {
-			pending = false
-			for n, s := range nodes {
+			for _, n := range ready.sorted() {
+				s := nodes[n]
+				dirty.add(n) // its pass may finish pipelines
 				for ; passes[n] > 0; passes[n]-- {
 					for _, t := range s.Ready(now) {
 						if err := b.Start(t); err != nil {
@@ -56,15 +69,36 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 					}
 				}
 			}
+			ready.clear()
 			// Pipelines that finished inside Ready (e.g. with no units) may
 			// release others: their deliveries and releases are events too.
-			for _, s := range nodes {
-				settle(s, nodes, coord, passes)
+			// A node dirtied past the one being settled is settled in this
+			// sweep, one before it in the next (after its pass), as a sweep
+			// over every node in order would.
+			touched := dirty.sorted()
+			dirty.clear()
+			var later []int
+			for i := 0; i < len(touched); i++ {
+				n := touched[i]
+				settleRun(nodes[n], nodes, coord, func(m int) {
+					passes[m]++
+					ready.add(m)
+					if m > n {
+						touched = insertSorted(touched, i+1, m)
+					} else {
+						later = append(later, m)
+					}
+				})
 			}
-			for n, s := range nodes {
-				releaseOutputs(s, b)
-				pending = pending || passes[n] > 0
+			if len(later) > 0 {
+				touched = append(touched, later...)
+				slices.Sort(touched)
+				touched = slices.Compact(touched)
 			}
+			for _, n := range touched {
+				releaseOutputs(nodes[n], b)
+			}
+			pending = ready.len() > 0
 		}
 		for _, s := range nodes {
 			if s.err != nil {
@@ -93,9 +127,9 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 		if err := s.Complete(c); err != nil {
 			return res, err
 		}
-		passes[t.Node]++
+		bump(int(t.Node))
 		record(&res, sink, &c)
-		settle(s, nodes, coord, passes)
+		settleRun(s, nodes, coord, bump)
 	}
 	for _, s := range nodes {
 		finish(&res, s)
@@ -103,14 +137,14 @@ func Run(ctx context.Context, p *plan.Plan, pol Policy, b Backend, sink TraceSin
 	return res, nil
 }
 
-// settle routes s's deliveries to other nodes and reports its finished
+// settleRun routes s's deliveries to other nodes and reports its finished
 // pipelines to coord; a pipeline finished on every node is released
 // everywhere. Each delivery and each release is an event of the node it
-// reaches: it adds one to that node's passes (a message, under RunNode).
-func settle(s *Scheduler, nodes []*Scheduler, coord *Coordinator, passes []int) {
+// reaches: bump gives that node one more pass (a message, under RunNode).
+func settleRun(s *Scheduler, nodes []*Scheduler, coord *Coordinator, bump func(int)) {
 	for _, d := range s.remote {
 		nodes[d.node].Deliver(d.pipe, d.dev, d.bytes, d.rows)
-		passes[d.node]++
+		bump(int(d.node))
 	}
 	s.remote = s.remote[:0]
 	for _, f := range s.Finished() {
@@ -118,8 +152,50 @@ func settle(s *Scheduler, nodes []*Scheduler, coord *Coordinator, passes []int) 
 		if global, _, _ := coord.Finished(int(s.node), f); global {
 			for n, o := range nodes {
 				o.GlobalDone(f)
-				passes[n]++
+				bump(n)
 			}
 		}
 	}
+}
+
+// nodeSet is a set of node indices with O(1) add and a sweep in order.
+type nodeSet struct {
+	in   []bool
+	list []int
+	buf  []int // sorted's
+}
+
+func newNodeSet(n int) *nodeSet { return &nodeSet{in: make([]bool, n)} }
+
+func (ns *nodeSet) add(n int) {
+	if !ns.in[n] {
+		ns.in[n] = true
+		ns.list = append(ns.list, n)
+	}
+}
+
+func (ns *nodeSet) len() int { return len(ns.list) }
+
+// sorted returns the members in increasing order, in a slice of the set's
+// that the set's later adds do not change and the next call reuses.
+func (ns *nodeSet) sorted() []int {
+	ns.buf = append(ns.buf[:0], ns.list...)
+	slices.Sort(ns.buf)
+	return ns.buf
+}
+
+func (ns *nodeSet) clear() {
+	for _, n := range ns.list {
+		ns.in[n] = false
+	}
+	ns.list = ns.list[:0]
+}
+
+// insertSorted inserts m into the sorted tail xs[from:] unless it is there.
+func insertSorted(xs []int, from, m int) []int {
+	i, found := slices.BinarySearch(xs[from:], m)
+	if found {
+		return xs
+	}
+	return slices.Insert(xs, from+i, m)
 }

@@ -52,8 +52,14 @@ const (
 // until Run returns (tasks are never moved or reused within a run). Backends
 // must treat a Task as read-only.
 type Task struct {
+	// (The small fields are kept together: a run on a large cluster holds
+	// millions of tasks.)
 	ID   TaskID
 	Kind TaskKind
+	// Meta marks a metadata read.
+	Meta bool
+	// OpKind is the main operator of a kernel or merge (see Ops).
+	OpKind plan.OpKind
 	// Res is the resource the task occupies (see TaskKind).
 	Res Resource
 	// Peer is, for TaskSend, the receiver's NIC ingress; ResNone
@@ -71,19 +77,19 @@ type Task struct {
 	// Table, Chunk, Chunks: the stored chunks [Chunk, Chunk+Chunks) of
 	// plan.Tables[Table] this task's unit covers (-1/0 when not a scan unit).
 	Table, Chunk, Chunks int32
+	// Parts is the number of destination workers of an exchange kernel
+	// (its Completion.PartBytes has this length); 0 otherwise.
+	Parts int32
 	// Read tasks: File of the table, Offset in it, Column the first column
 	// covered and Columns how many table columns the span covers (a
 	// combined read covers several; gaps read through count in Bytes).
 	File            int32
 	Column, Columns int32
 	Offset          int64
-	// Meta marks a metadata read.
-	Meta bool
 	// Ops are the operators a kernel or merge runs (a sub-slice of the
-	// plan's pipeline ops; shared, read-only). OpKind is the main one: the
-	// pipeline breaker if Ops contains it, else the last op.
-	Ops    []plan.Op
-	OpKind plan.OpKind
+	// plan's pipeline ops; shared, read-only). OpKind (above) is the main
+	// one: the pipeline breaker if Ops contains it, else the last op.
+	Ops []plan.Op
 	// Bytes is what a transfer moves, or a kernel / merge's input bytes.
 	// Rows is the input rows of a kernel / merge (rows moved otherwise).
 	Bytes, Rows int64
@@ -91,9 +97,6 @@ type Task struct {
 	// kernel / merge (from plan selectivities and widths): what it reserved
 	// memory for, and what a backend without real data should report.
 	EstBytes, EstRows int64
-	// Parts is the number of destination workers of an exchange kernel
-	// (its Completion.PartBytes has this length); 0 otherwise.
-	Parts int32
 	// Tag identifies a TaskSend within its run (its node and ID); 0
 	// otherwise.
 	Tag uint64

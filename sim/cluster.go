@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"strings"
 
 	"gostachio/costmodel"
 	"gostachio/plan"
@@ -147,6 +148,44 @@ type Cluster struct {
 	ports map[LinkID]*portSends
 	// startGated starts a flow a gate held back (gate.release).
 	startGated func(FlowSpec)
+	// analyticNet: sends move through the analytic network model
+	// (NetAnalytic) instead of the fluid one.
+	analyticNet bool
+}
+
+// The network models of a Cluster (SetNetwork; `sim --net`).
+const (
+	// NetFluid: every send is a flow of the fluid model, max-min fair
+	// with every other flow on its links (the default; exact).
+	NetFluid = "fluid"
+	// NetAnalytic: sends between devices queue first come first served
+	// at each link they cross and move at its full rate there
+	// (FlowSpec.Analytic): the other tasks stay fluid, and sends share no
+	// rate with them (GPUDirect sends and scan copies no longer slow each
+	// other on PCIe). An approximation for large clusters: an all-to-all
+	// exchange among D devices keeps ~D² transfers in flight, all in one
+	// component of the fluid model, which every completion re-shares;
+	// here a send costs O(links). Lossy ports' stalls (nic_port) are not
+	// modelled. Its error against NetFluid is measured
+	// by TestNetAnalyticError and printed by `bench sim`.
+	NetAnalytic = "analytic"
+)
+
+// NetModels lists the network models SetNetwork accepts.
+func NetModels() []string { return []string{NetFluid, NetAnalytic} }
+
+// SetNetwork selects the network model of sends (NetFluid, NetAnalytic;
+// "" is NetFluid). Call it before the run starts.
+func (c *Cluster) SetNetwork(model string) error {
+	switch model {
+	case "", NetFluid:
+		c.analyticNet = false
+	case NetAnalytic:
+		c.analyticNet = true
+	default:
+		return fmt.Errorf("sim: network model %q: want one of %s", model, strings.Join(NetModels(), ", "))
+	}
+	return nil
 }
 
 type tableKey struct{ node, device, pipeline int32 }
@@ -333,12 +372,19 @@ func (c *Cluster) gpuKernel(t *scheduler.Task) bool {
 	return c.gpuScanUnit(t) && !split
 }
 
-// rec is the payload of one flow: the task it executes.
+// rec is the payload of one flow: the task it executes. It is kept small
+// (a large cluster has millions of sends in flight): what only host
+// kernels with a fold and sends through lossy ports need is in x.
 type rec struct {
 	task *scheduler.Task
 	// gate the flow passed (nil: none) and its weight there.
 	gate   *gate
-	weight int
+	x      *recExtra
+	weight int32
+}
+
+// recExtra is the rest of a rec, for the flows that need it.
+type recExtra struct {
 	// fold: the flow is a host kernel's first phase, and fold its second
 	// (hostKernel), started when this one ends; the first phase's gate
 	// stays held (the engine's kernel keeps its CPU slot while it waits
@@ -352,6 +398,14 @@ type rec struct {
 	port   LinkID
 	flow   FlowID
 	moving int64
+}
+
+// extra is rec r's recExtra, made on first use.
+func (c *Cluster) extra(r int32) *recExtra {
+	if c.recs[r].x == nil {
+		c.recs[r].x = &recExtra{}
+	}
+	return c.recs[r].x
 }
 
 // gateKey names a gate: the kind of the resource it guards, its node
@@ -661,16 +715,19 @@ func (c *Cluster) Start(t *scheduler.Task) error {
 		if ls, spec, err = c.sendFlow(t, ls); err != nil {
 			return err
 		}
+		spec.Analytic = c.analyticNet
 	default:
 		return fmt.Errorf("sim: task %d has kind %s, which the simulator cannot run", t.ID, t.Kind)
 	}
 	c.links = ls
 	spec.Links = ls
 	r := c.newRec(t)
-	c.recs[r].fold = fold
+	if fold != nil {
+		c.extra(r).fold = fold
+	}
 	spec.Tag = r
 	if g, w := c.gateOf(t, &spec); g != nil {
-		c.recs[r].gate, c.recs[r].weight = g, w
+		c.recs[r].gate, c.recs[r].weight = g, int32(w)
 		if !g.admit(w) {
 			spec.Links = slices.Clone(ls)
 			g.waiting = append(g.waiting, waitingFlow{spec, w})
@@ -704,7 +761,7 @@ func (c *Cluster) startHeld(spec FlowSpec) {
 // lossyPort is the egress port of send t between nodes when the profile
 // makes ports lossy (Profile.NICPort).
 func (c *Cluster) lossyPort(t *scheduler.Task) (LinkID, bool) {
-	if c.prof.NICPort == nil || t.Kind != scheduler.TaskSend || t.Node == t.Peer.Node {
+	if c.prof.NICPort == nil || c.analyticNet || t.Kind != scheduler.TaskSend || t.Node == t.Peer.Node {
 		return 0, false
 	}
 	return c.nicOut[t.Node][t.Res.Index], true
@@ -714,10 +771,11 @@ func (c *Cluster) lossyPort(t *scheduler.Task) (LinkID, bool) {
 // first, just ended) through its device's fold gate; r's own gate passes
 // to the fold.
 func (c *Cluster) startFold(r rec, first int64) {
-	f := r.fold
+	f := r.x.fold
 	n := c.newRec(r.task)
 	c.recs[n].gate, c.recs[n].weight = r.gate, r.weight
-	c.recs[n].folding, c.recs[n].first = f.gate, first
+	x := c.extra(n)
+	x.folding, x.first = f.gate, first
 	spec := FlowSpec{Links: []LinkID{c.host[r.task.Node]}, Size: f.size, Limit: f.limit, Tag: n}
 	if !f.gate.admit(1) {
 		f.gate.waiting = append(f.gate.waiting, waitingFlow{spec, 1})
@@ -811,17 +869,17 @@ func (c *Cluster) Next(ctx context.Context) (scheduler.Completion, error) {
 		r, start, end = c.recs[tag], s, e
 		c.recs[tag] = rec{}
 		c.freeRecs = append(c.freeRecs, tag)
-		if r.fold == nil {
+		if r.x == nil || r.x.fold == nil {
 			break
 		}
 		c.startFold(r, start)
 	}
 	if r.gate != nil {
-		r.gate.release(r.weight, c.startGated)
+		r.gate.release(int(r.weight), c.startGated)
 	}
-	if r.folding != nil {
-		r.folding.release(1, c.startGated)
-		start = r.first
+	if r.x != nil && r.x.folding != nil {
+		r.x.folding.release(1, c.startGated)
+		start = r.x.first
 	}
 	t := r.task
 	comp := scheduler.Completion{Task: t, Start: scheduler.Time(start), End: scheduler.Time(end)}

@@ -27,6 +27,14 @@
 // ordered by time, then scheduling order) and one network; the only
 // randomness is optional latency jitter from an explicit seed.
 //
+// Large clusters. An all-to-all exchange among D devices keeps ~D² sends
+// in flight in one component of the fluid model, which every completion
+// re-shares; RunConfig.Net = NetAnalytic (`sim --net analytic`) takes sends
+// out of the fluid model instead: each link serves them first come first
+// served at its full rate (FlowSpec.Analytic), O(links) per send, an
+// approximation whose error against the fluid model TestNetAnalyticError
+// measures (docs/model.md).
+//
 // Outputs: a Report (makespan, per-resource utilization and achieved
 // bandwidth, the bound max over links of work/capacity, overlap efficiency
 // bound/makespan) and, optionally, a Chrome/Perfetto trace (package traces).

@@ -38,6 +38,7 @@ type link struct {
 	qd      int                // outstanding requests of active flows
 	shared  *sharedCores       // non-nil: capacity falls with oversubscription
 	jobs    int                // active flows without weights (a shared-cores link's kernels)
+	wflows  int                // active flows with weights (FlowSpec.Weights)
 	// alone, if set (AddPortLink), is the capacity while one flow alone
 	// crosses the link, portShared while more do.
 	alone, portShared float64
@@ -61,7 +62,12 @@ type link struct {
 	slows      []int32
 	throughput float64
 
+	// free is when the link's first-come-first-served queue of analytic
+	// transfers (FlowSpec.Analytic) has moved what it holds, in ns.
+	free float64
+
 	// statistics
+	abusy     float64 // ns its analytic queue was moving transfers
 	busySince int64
 	busy      int64   // ns with at least one active flow
 	work      float64 // units that crossed the link
@@ -78,31 +84,37 @@ const (
 
 // flow is one transfer (or compute job) crossing up to maxFlowLinks links.
 type flow struct {
-	// hot in re-sharing: keep within the first cache line
-	links     [maxFlowLinks]int32
-	mark      uint32
-	n         uint8
-	frozen    bool
-	state     flowState
-	newRate   float64
-	rate      float64
+	// Re-sharing touches a component's every flow several times: what it
+	// reads is in the first cache line (finding the component, freezing)
+	// and the second (bringing remaining sizes up to date), and a flow is
+	// 256 bytes, so that each starts a cache line.
+	links    [maxFlowLinks]int32
+	mark     uint32
+	gen      uint32
+	n        uint8
+	frozen   bool
+	state    flowState
+	weighted bool // FlowSpec.Weights was given
+	limited  bool // limit > 0
+	newRate  float64
+	rate     float64
+
 	remaining float64
-	last      int64 // when remaining was last brought up to date
+	last      int64   // when remaining was last brought up to date
+	pred      int64   // predicted end at the current rate (solve scratch)
+	limit     float64 // own rate cap, units/ns (0: none)
+	elimit    float64 // limit at the speed of its slowed links (solve scratch)
+	size      float64
+	start     int64 // when the flow was started (before latency)
+	tag       int32 // caller's payload
+	qd        int32
 
 	// w is the flow's weight on each of its links: the link units one
-	// unit of its rate uses there (FlowSpec.Weights; 1 for most).
-	w        [maxFlowLinks]float64
-	weighted bool // FlowSpec.Weights was given
-
-	pred   int64   // predicted end at the current rate (solve scratch)
-	limit  float64 // own rate cap, units/ns (0: none)
-	elimit float64 // limit at the speed of its slowed links (solve scratch)
-	gen    uint32
-	qd     int32
-	pos    [maxFlowLinks]int32 // index of this flow in links[i].flows
-	size   float64
-	start  int64 // when the flow was started (before latency)
-	tag    int32 // caller's payload
+	// unit of its rate uses there (FlowSpec.Weights; 1 for most, which
+	// re-sharing then does not read).
+	w   [maxFlowLinks]float64
+	pos [maxFlowLinks]int32 // index of this flow in links[i].flows
+	_   [32]byte
 }
 
 // Net is the fluid (flow-level) model of SimGrid: links with capacities,
@@ -129,9 +141,16 @@ type Net struct {
 	dirty     []int32
 	spare     []int32 // flush's other dirty list
 	capped    []int32
+	atBest    []int32
 	compLinks []int32
 	compFlows []int32
 	stack     []int32
+
+	// timers are the analytic transfers (FlowSpec.Analytic) that take
+	// longer than an event's gen can say (evTimerLong); freeTimers are
+	// reusable.
+	timers     []timer
+	freeTimers []int32
 
 	jitter float64
 	rng    *rand.Rand
@@ -141,6 +160,12 @@ type Net struct {
 	Events int64
 	// overflow is set when the next event lies at or past MaxTime.
 	overflow bool
+}
+
+// timer is an analytic transfer in flight: its tag and start.
+type timer struct {
+	tag   int32
+	start int64
 }
 
 // NewNet returns an empty network at time 0.
@@ -332,7 +357,7 @@ func (n *Net) noteThroughputs(cl []int32) {
 // now), the units that crossed it, and its peak capacity (units/ns).
 func (n *Net) LinkStats(id LinkID) (busy int64, work, peak float64) {
 	l := &n.links[id]
-	busy = l.busy
+	busy = l.busy + int64(math.Round(l.abusy))
 	if len(l.flows) > 0 {
 		busy += n.now - l.busySince
 	}
@@ -366,9 +391,19 @@ type FlowSpec struct {
 	Weights []float64
 	// Tag is returned with the flow's completion.
 	Tag int32
+	// Analytic, if set, takes the flow out of the fluid model: after its
+	// latency it queues at each of its links first come first served and
+	// moves at the link's full rate there (cut-through: every link serves
+	// it on its own), completing when the last link has served it, as
+	// ASTRA-sim's congestion-aware analytical network does. It shares no
+	// rate with the links' fluid flows and re-shares nothing, so it costs
+	// O(links) whatever the number of transfers in flight (Cluster's
+	// NetAnalytic model of the network).
+	Analytic bool
 }
 
-// Start starts a flow now. Its completion is returned by Step. A flow with
+// Start starts a flow now. Its completion is returned by Step. An
+// analytic flow (FlowSpec.Analytic) gets no flow slot: its FlowID is -1. A flow with
 // no links or no size completes after its latency alone. Start panics if
 // spec names more than maxFlowLinks links, or has Weights that are not
 // one positive, finite number per link (programmer errors).
@@ -385,6 +420,32 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 				panic("sim: flow weight not positive and finite")
 			}
 		}
+	}
+	lat := spec.Latency
+	if n.jitter > 0 && lat > 0 {
+		lat = int64(math.Round(float64(lat) * (1 + n.jitter*(2*n.rng.Float64()-1))))
+	}
+	if spec.Analytic && len(spec.Links) > 0 && spec.Size > 0 {
+		// A completion at a known time: the event carries the tag and,
+		// when it fits, the duration; a longer one keeps its start in a
+		// timer.
+		end := n.reserve(&spec, n.now+lat)
+		n.inFlight++
+		if d := end - n.now; d <= math.MaxUint32 {
+			n.q.push(newEvent(end, evTimer, spec.Tag, uint32(d)))
+			return -1
+		}
+		var id int32
+		if k := len(n.freeTimers); k > 0 {
+			id = n.freeTimers[k-1]
+			n.freeTimers = n.freeTimers[:k-1]
+		} else {
+			n.timers = append(n.timers, timer{})
+			id = int32(len(n.timers) - 1)
+		}
+		n.timers[id] = timer{tag: spec.Tag, start: n.now}
+		n.q.push(newEvent(end, evTimerLong, id, 0))
+		return -1
 	}
 	var id int32
 	if k := len(n.free); k > 0 {
@@ -405,6 +466,7 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 		}
 	}
 	f.limit = spec.Limit
+	f.limited = spec.Limit > 0
 	f.size = spec.Size
 	f.remaining = spec.Size
 	f.rate = 0
@@ -412,10 +474,6 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 	f.tag = spec.Tag
 	f.start = n.now
 	f.state = flowLatency
-	lat := spec.Latency
-	if n.jitter > 0 && lat > 0 {
-		lat = int64(math.Round(float64(lat) * (1 + n.jitter*(2*n.rng.Float64()-1))))
-	}
 	n.inFlight++
 	kind := evActivate
 	if f.n == 0 || f.size <= 0 {
@@ -427,8 +485,37 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 			}
 		}
 	}
-	n.q.push(event{t: n.now + lat, kind: kind, id: id, gen: f.gen})
+	n.q.push(newEvent(n.now+lat, kind, id, f.gen))
 	return FlowID(id)
+}
+
+// reserve queues an analytic transfer (FlowSpec.Analytic) ready at t0 at
+// each of its links and returns when the last of them has moved it: a
+// link serves its queue in arrival order at its peak capacity (a port
+// link at its shared rate while its queue is busy), so its work is never
+// late and never overlaps.
+func (n *Net) reserve(spec *FlowSpec, t0 int64) int64 {
+	end := float64(t0)
+	for i, lid := range spec.Links {
+		l := &n.links[lid]
+		w := 1.0
+		if spec.Weights != nil {
+			w = spec.Weights[i]
+		}
+		c := l.peak
+		if l.alone > 0 && l.free > float64(t0) {
+			c = l.portShared
+		}
+		if !(c > 0) {
+			continue
+		}
+		d := spec.Size * w / c
+		l.free = max(l.free, float64(t0)) + d
+		l.work += spec.Size * w
+		l.abusy += d
+		end = max(end, l.free)
+	}
+	return t0 + ceilNs(end-float64(t0))
 }
 
 // Step advances the clock to the next flow completion and returns the
@@ -456,13 +543,27 @@ func (n *Net) stepBefore(limit int64) (tag int32, start, end int64, ok bool) {
 			break
 		}
 		e := n.q.pop()
+		switch e.kind() {
+		case evTimer:
+			n.now = e.t
+			n.Events++
+			n.inFlight--
+			return e.id, n.now - int64(e.gen), n.now, true
+		case evTimerLong:
+			n.now = e.t
+			n.Events++
+			tm := n.timers[e.id]
+			n.freeTimers = append(n.freeTimers, e.id)
+			n.inFlight--
+			return tm.tag, tm.start, n.now, true
+		}
 		f := &n.flows[e.id]
 		if e.gen != f.gen {
 			continue // stale prediction
 		}
 		n.now = e.t
 		n.Events++
-		switch e.kind {
+		switch e.kind() {
 		case evActivate:
 			n.activate(e.id)
 		case evFinish:
@@ -510,7 +611,7 @@ func (n *Net) hold(id int32) bool {
 			continue
 		}
 		for _, h := range l.held {
-			n.q.push(event{t: n.now, kind: evDone, id: h, gen: n.flows[h].gen})
+			n.q.push(newEvent(n.now, evDone, h, n.flows[h].gen))
 		}
 		l.held = l.held[:0]
 	}
@@ -538,6 +639,8 @@ func (n *Net) activate(id int32) {
 		}
 		if !f.weighted {
 			l.jobs++
+		} else {
+			l.wflows++
 		}
 	}
 	n.markDirty(f.links[:f.n])
@@ -595,6 +698,8 @@ func (n *Net) deactivate(id int32) {
 		}
 		if !f.weighted {
 			l.jobs--
+		} else {
+			l.wflows--
 		}
 	}
 	n.markDirty(f.links[:f.n])
@@ -618,7 +723,7 @@ func (n *Net) reshare(seed []int32) {
 			continue // already in a component solved this round
 		}
 		n.links[s].mark = ep
-		cl, cf, st := n.compLinks[:0], n.compFlows[:0], n.stack[:0]
+		cl, cf, st, capped := n.compLinks[:0], n.compFlows[:0], n.stack[:0], n.capped[:0]
 		st = append(st, s)
 		for len(st) > 0 {
 			lid := st[len(st)-1]
@@ -631,6 +736,12 @@ func (n *Net) reshare(seed []int32) {
 				}
 				f.mark = ep
 				cf = append(cf, fid)
+				// solve's starting point, set while f is at hand
+				f.frozen = false
+				f.newRate = 0
+				if f.limited {
+					capped = append(capped, fid)
+				}
 				for i := 0; i < int(f.n); i++ {
 					if m := f.links[i]; n.links[m].mark != ep {
 						n.links[m].mark = ep
@@ -639,17 +750,18 @@ func (n *Net) reshare(seed []int32) {
 				}
 			}
 		}
-		n.compLinks, n.compFlows, n.stack = cl, cf, st
+		n.compLinks, n.compFlows, n.stack, n.capped = cl, cf, st, capped
 		if len(cf) > 0 {
-			n.solve(cl, cf)
+			n.solve(cl, cf, capped)
 		}
 		n.noteThroughputs(cl)
 	}
 }
 
-// solve runs progressive filling on one component and schedules its
-// earliest completion.
-func (n *Net) solve(cl, cf []int32) {
+// solve runs progressive filling on one component (its links cl, its
+// flows cf, unfrozen at rate 0, and those of cf with a limit, capped) and
+// schedules its earliest completion.
+func (n *Net) solve(cl, cf, capped []int32) {
 	for _, lid := range cl {
 		l := &n.links[lid]
 		if l.storage != nil {
@@ -680,22 +792,19 @@ func (n *Net) solve(cl, cf []int32) {
 		}
 		l.residual = l.capacity
 		l.unfrozen = int32(len(l.flows))
-		l.weight = 0
-		for _, fid := range l.flows {
-			l.weight += n.flows[fid].weightOn(lid)
+		if l.wflows == 0 {
+			l.weight = float64(len(l.flows)) // Σ of ones, exactly
+		} else {
+			l.weight = 0
+			for _, fid := range l.flows {
+				l.weight += n.flows[fid].weightOn(lid)
+			}
 		}
 	}
-	capped := n.capped[:0]
-	for _, fid := range cf {
+	for _, fid := range capped {
 		f := &n.flows[fid]
-		f.frozen = false
-		f.newRate = 0
-		if f.limit > 0 {
-			f.elimit = f.limit * n.flowSpeed(f)
-			capped = append(capped, fid)
-		}
+		f.elimit = f.limit * n.flowSpeed(f)
 	}
-	n.capped = capped
 	left := len(cf)
 	for left > 0 {
 		// The bottleneck: the link with the smallest fair share of its
@@ -749,8 +858,7 @@ func (n *Net) solve(cl, cf []int32) {
 
 	// Bring remaining sizes up to date; find the earliest completion.
 	best := int64(math.MaxInt64)
-	var bestID int32 = -1
-	_ = bestID
+	atBest := n.atBest[:0] // the flows finishing at best, in cf's order
 	for _, fid := range cf {
 		f := &n.flows[fid]
 		if f.rate > 0 {
@@ -767,20 +875,18 @@ func (n *Net) solve(cl, cf []int32) {
 		}
 		f.pred = n.now + ceilNs(f.remaining/f.rate)
 		if f.pred < best {
-			best, bestID = f.pred, fid
+			best, atBest = f.pred, atBest[:0]
 		}
-	}
-	if bestID < 0 {
-		return
+		if f.pred == best {
+			atBest = append(atBest, fid)
+		}
 	}
 	// Every flow finishing at that same instant gets its event, so that
 	// simultaneous completions are re-shared once (flush), not one by one.
-	for _, fid := range cf {
-		f := &n.flows[fid]
-		if f.rate > 0 && f.pred == best {
-			n.q.push(event{t: best, kind: evFinish, id: fid, gen: f.gen})
-		}
+	for _, fid := range atBest {
+		n.q.push(newEvent(best, evFinish, fid, n.flows[fid].gen))
 	}
+	n.atBest = atBest
 }
 
 func (n *Net) freeze(fid int32, r float64) {
@@ -789,12 +895,16 @@ func (n *Net) freeze(fid int32, r float64) {
 	f.newRate = r
 	for i := 0; i < int(f.n); i++ {
 		l := &n.links[f.links[i]]
-		l.residual -= r * f.w[i]
+		w := 1.0
+		if f.weighted {
+			w = f.w[i]
+		}
+		l.residual -= r * w
 		if l.residual < 0 {
 			l.residual = 0
 		}
 		l.unfrozen--
-		l.weight -= f.w[i]
+		l.weight -= w
 		if l.unfrozen == 0 {
 			l.weight = 0 // no rounding residue
 		}
@@ -855,7 +965,7 @@ func (n *Net) nextTime() (int64, bool) {
 	}
 	for n.q.Len() > 0 {
 		e := n.q.peek()
-		if e.gen == n.flows[e.id].gen {
+		if k := e.kind(); k == evTimer || k == evTimerLong || e.gen == n.flows[e.id].gen {
 			return e.t, true
 		}
 		n.q.pop()

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"unsafe"
 
 	"github.com/cockroachdb/datadriven"
 
@@ -275,4 +276,15 @@ func TestContention(t *testing.T) {
 	}()
 	n = NewNet()
 	n.SetContention(n.AddLink(1), 1, 0.1)
+}
+
+// TestFlowLayout: a flow fills whole cache lines (re-sharing reads its
+// first two).
+func TestFlowLayout(t *testing.T) {
+	if s := unsafe.Sizeof(flow{}); s != 256 {
+		t.Fatalf("flow is %d bytes, want 256", s)
+	}
+	if o := unsafe.Offsetof(flow{}.rate); o+8 > 64 {
+		t.Fatalf("flow.rate ends at byte %d, past the first cache line", o+8)
+	}
 }

@@ -74,7 +74,7 @@ func (c *Cluster) stall(port LinkID) int64 {
 	now := c.net.Now()
 	var pushed float64
 	for _, r := range ps.recs {
-		x := &c.recs[r]
+		x := c.recs[r].x
 		if x.moving > now {
 			continue // itself waiting out a stall: nothing pushed yet
 		}
@@ -98,15 +98,17 @@ func (c *Cluster) joinPort(port LinkID, r int32, flow FlowID, moving int64) {
 		c.ports[port] = ps
 	}
 	ps.recs = append(ps.recs, r)
-	c.recs[r].flow, c.recs[r].moving, c.recs[r].port = flow, moving, port+1
+	x := c.extra(r)
+	x.flow, x.moving, x.port = flow, moving, port+1
 }
 
 // leavePort forgets the finished send flow r.
 func (c *Cluster) leavePort(r int32) {
-	port := c.recs[r].port - 1
-	if port < 0 {
+	x := c.recs[r].x
+	if x == nil || x.port == 0 {
 		return
 	}
+	port := x.port - 1
 	ps := c.ports[port]
 	if i := slices.Index(ps.recs, r); i >= 0 {
 		ps.recs = slices.Delete(ps.recs, i, i+1)

@@ -63,3 +63,59 @@ func TestSimultaneousCompletionsInStartOrder(t *testing.T) {
 		}
 	}
 }
+
+// TestEventQueueAgainstSort: events pushed at and after the time of the
+// last one taken out, and some before it, leave in (time, push order)
+// order, over wide time ranges (every bucket of the radix heap).
+func TestEventQueueAgainstSort(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	var q eventQueue
+	type key struct {
+		t   int64
+		seq int
+	}
+	var ref []key
+	seq, now := 0, int64(0)
+	for i := 0; i < 4000; i++ {
+		var at int64
+		switch rng.IntN(4) {
+		case 0:
+			at = now
+		case 1:
+			at = now + rng.Int64N(1<<uint(rng.IntN(62)))
+		case 2:
+			at = max(0, now-rng.Int64N(100)) // before the last one out
+		default:
+			at = now + rng.Int64N(1000)
+		}
+		q.push(event{t: at, id: int32(seq)})
+		ref = append(ref, key{at, seq})
+		seq++
+		for rng.IntN(3) == 0 && q.Len() > 0 {
+			sort.Slice(ref, func(a, b int) bool {
+				return ref[a].t < ref[b].t || (ref[a].t == ref[b].t && ref[a].seq < ref[b].seq)
+			})
+			if p := q.peek(); p.t != ref[0].t || int(p.id) != ref[0].seq {
+				t.Fatalf("peek (%d,%d), want (%d,%d)", p.t, p.id, ref[0].t, ref[0].seq)
+			}
+			got := q.pop()
+			if got.t != ref[0].t || int(got.id) != ref[0].seq {
+				t.Fatalf("pop (%d,%d), want (%d,%d)", got.t, got.id, ref[0].t, ref[0].seq)
+			}
+			now = max(now, got.t)
+			ref = ref[1:]
+		}
+	}
+	sort.Slice(ref, func(a, b int) bool {
+		return ref[a].t < ref[b].t || (ref[a].t == ref[b].t && ref[a].seq < ref[b].seq)
+	})
+	for _, want := range ref {
+		got := q.pop()
+		if got.t != want.t || int(got.id) != want.seq {
+			t.Fatalf("final pop (%d,%d), want (%d,%d)", got.t, got.id, want.t, want.seq)
+		}
+	}
+	if q.Len() != 0 {
+		t.Fatalf("queue not empty: %d", q.Len())
+	}
+}

@@ -39,12 +39,14 @@ type ResourceReport struct {
 
 // Report is what a simulated run measured.
 type Report struct {
-	Profile    string  `json:"profile"`
-	Nodes      int     `json:"nodes"`
-	Query      string  `json:"query,omitempty"`
-	SF         float64 `json:"sf,omitempty"`
-	Policy     string  `json:"policy,omitempty"`
-	MakespanNs int64   `json:"makespan_ns"`
+	Profile string  `json:"profile"`
+	Nodes   int     `json:"nodes"`
+	Query   string  `json:"query,omitempty"`
+	SF      float64 `json:"sf,omitempty"`
+	Policy  string  `json:"policy,omitempty"`
+	// Net is the network model of sends (NetModels).
+	Net        string `json:"net,omitempty"`
+	MakespanNs int64  `json:"makespan_ns"`
 	// BoundNs = max over links of work/capacity; BoundBy names that link.
 	BoundNs int64  `json:"bound_ns"`
 	BoundBy string `json:"bound_by"`
@@ -122,6 +124,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	}
 	if r.Policy != "" {
 		fmt.Fprintf(w, ", policy %s", r.Policy)
+	}
+	if r.Net != "" && r.Net != NetFluid {
+		fmt.Fprintf(w, ", %s network (approximate)", r.Net)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintf(w, "makespan   %v\n", time.Duration(r.MakespanNs))

@@ -46,6 +46,9 @@ type SimOptions struct {
 	// from Seed; 0 is deterministic without randomness.
 	Jitter float64
 	Seed   uint64
+	// Net is the network model of sends (NetModels; "": NetFluid, exact;
+	// NetAnalytic: an approximation for large clusters).
+	Net string
 	// CPUSlowdown, when not 0, multiplies the host's compute prices
 	// (costmodel.Device.Slowed): the CPU reference's time beside the runs
 	// being predicted over its time at calibration (the profile's
@@ -69,19 +72,42 @@ type SimOptions struct {
 // Simulate runs plan p under pol on nodes nodes of prof and reports. sink,
 // if non-nil, receives every completed task's event.
 func Simulate(ctx context.Context, p *plan.Plan, prof *Profile, nodes int, pol scheduler.Policy, sink scheduler.TraceSink, jitter float64, seed uint64) (*Report, error) {
+	return SimulateWith(ctx, p, prof, nodes, pol, sink, RunConfig{Jitter: jitter, Seed: seed})
+}
+
+// RunConfig are a simulated run's settings beside its plan, profile,
+// cluster size and policy.
+type RunConfig struct {
+	// Jitter varies every latency by ±Jitter, drawn from Seed.
+	Jitter float64
+	Seed   uint64
+	// Net is the network model of sends (NetModels; "": NetFluid).
+	Net string
+}
+
+// SimulateWith is Simulate with a RunConfig.
+func SimulateWith(ctx context.Context, p *plan.Plan, prof *Profile, nodes int, pol scheduler.Policy, sink scheduler.TraceSink, cfg RunConfig) (*Report, error) {
 	c, err := NewCluster(prof, nodes)
 	if err != nil {
 		return nil, err
 	}
-	if jitter > 0 {
-		c.SetJitter(jitter, seed)
+	if err := c.SetNetwork(cfg.Net); err != nil {
+		return nil, err
+	}
+	if cfg.Jitter > 0 {
+		c.SetJitter(cfg.Jitter, cfg.Seed)
 	}
 	c.SetPlacement(p)
 	res, err := scheduler.Run(ctx, p, pol, c, sink)
 	if err != nil {
 		return nil, fmt.Errorf("sim: %s on %d x %s under %s: %w", p.Name, nodes, prof.Name, pol.Name(), err)
 	}
-	return c.report(p.Name, pol.Name(), res), nil
+	rep := c.report(p.Name, pol.Name(), res)
+	rep.Net = NetFluid
+	if c.analyticNet {
+		rep.Net = NetAnalytic
+	}
+	return rep, nil
 }
 
 func (c *Cluster) report(query, policy string, res scheduler.Result) *Report {
@@ -182,7 +208,7 @@ func runSim(ctx context.Context, opts SimOptions) (*Report, error) {
 		tw = &traces.Recorder{Run: p.Name + "/" + opts.Policy}
 		sink = tw
 	}
-	rep, err := Simulate(ctx, p, prof, opts.Nodes, pol, sink, opts.Jitter, opts.Seed)
+	rep, err := SimulateWith(ctx, p, prof, opts.Nodes, pol, sink, RunConfig{Jitter: opts.Jitter, Seed: opts.Seed, Net: opts.Net})
 	if err != nil {
 		return nil, err
 	}

@@ -12,7 +12,7 @@ import (
 func init() { commands = append(commands, newBenchCmd) }
 
 func newBenchCmd(g *globals) *cobra.Command {
-	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks (storage I/O, TPC-H)"}
+	cmd := &cobra.Command{Use: "bench", Short: "Benchmarks (storage I/O, TPC-H, the simulator's own cost)"}
 	var o storage.BenchOptions
 	var bs, size string
 	io := &cobra.Command{
@@ -47,6 +47,6 @@ func newBenchCmd(g *globals) *cobra.Command {
 	f.BoolVar(&o.SQPoll, "sqpoll", false, "use a kernel submission-polling thread")
 	f.BoolVar(&o.NoFixed, "no-fixed", false, "no fixed buffers or registered files")
 	_ = io.MarkFlagRequired("data")
-	cmd.AddCommand(io, newBenchTPCHCmd(g))
+	cmd.AddCommand(io, newBenchTPCHCmd(g), newBenchSimulatorCmd(g))
 	return cmd
 }

@@ -79,6 +79,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	f.StringVar(&o.Trace, "trace", "", "write a Perfetto/Chrome JSON trace to this file")
 	f.Float64Var(&o.Jitter, "jitter", 0, "vary every latency by ±this fraction (seeded)")
 	f.Uint64Var(&o.Seed, "seed", 1, "seed of the jitter")
+	f.StringVar(&o.Net, "net", sim.NetFluid, "network model of sends: fluid (max-min fair with every flow on their links; exact) or analytic (each link serves its sends first come first served at its full rate; an approximation for large clusters, see docs/model.md)")
 	f.Float64Var(&o.CPUSlowdown, "cpu-slowdown", 0, "multiply the host's compute prices by this factor (a CPU reference's time now over at calibration; 0: as profiled)")
 	f.Float64Var(&o.DiskSpeedup, "disk-speedup", 0, "multiply the NVMe bandwidth by this factor (a disk reference's throughput now over the profile's model of it; 0: as profiled)")
 	f.BoolVar(&hybrid, "gpu-hybrid", false, "with a GPU-backend profile (h100-gpu-calibrated, h200-gpu-calibrated): place the scan pipelines as query --gpu-hybrid runs them (what the GPU path lacks on the host)")
