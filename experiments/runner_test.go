@@ -89,7 +89,7 @@ func complete(t *testing.T, s *Spec, dir string, ref map[string]Result) map[stri
 // TestRunSpecResume interrupts an experiment after k runs (through
 // OnResult), resumes it, and checks that every run is stored exactly once
 // with the same measurements as an uninterrupted run (jitter is seeded per
-// run key, not per position), and that meta.json records both sessions.
+// run key, not per position), and that meta.json records both invocations.
 func TestRunSpecResume(t *testing.T) {
 	s := mustSpec(t, "testdata/small.yaml")
 	refDir := filepath.Join(t.TempDir(), "ref")
