@@ -62,6 +62,7 @@ func TestShippedSpecs(t *testing.T) {
 		// The policies of package scheduler/policies against overlap.
 		"policies-littles":  1 * 2 * 5,
 		"policies-netfirst": 1 * 2 * 5,
+		"policies-engine":   2 * 3 * 8,
 	}
 	files, err := filepath.Glob("specs/*.yaml")
 	if err != nil || len(files) != len(want) {
