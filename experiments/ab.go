@@ -4,8 +4,8 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"gostachio/internal/units"
 	"io"
-	"math"
 	"math/rand/v2"
 	"slices"
 	"strconv"
@@ -284,18 +284,8 @@ func writeAB(w io.Writer, rep *ABReport) error {
 	return nil
 }
 
-// fmtSec formats seconds with 4 significant digits and a unit.
-func fmtSec(s float64) string {
-	switch {
-	case math.IsNaN(s):
-		return "-"
-	case s >= 1:
-		return strconv.FormatFloat(s, 'f', 3, 64) + "s"
-	case s >= 1e-3:
-		return strconv.FormatFloat(s*1e3, 'f', 3, 64) + "ms"
-	}
-	return strconv.FormatFloat(s*1e6, 'f', 3, 64) + "µs"
-}
+// fmtSec formats seconds with 3 decimals and a unit.
+func fmtSec(s float64) string { return units.FormatSeconds(s, 3) }
 
 // naturalCompare orders strings with their digit runs compared as numbers
 // ("q2" < "q10", "chunk=8MiB" < "chunk=16MiB").

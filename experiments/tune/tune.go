@@ -4,9 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"gostachio/internal/units"
 	"hash/fnv"
 	"io"
-	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -347,15 +347,13 @@ func roundsString(rs []Round) string {
 	return strings.Join(parts, " ")
 }
 
-// fmtSec formats seconds with a unit.
+// fmtSec formats seconds with a unit: 2 decimals in ms, else 3 (s) or 1 (µs).
 func fmtSec(s float64) string {
 	switch {
-	case math.IsNaN(s):
-		return "-"
-	case s >= 1:
-		return strconv.FormatFloat(s, 'f', 3, 64) + "s"
-	case s >= 1e-3:
-		return strconv.FormatFloat(s*1e3, 'f', 2, 64) + "ms"
+	case s >= 1e-3 && s < 1:
+		return units.FormatSeconds(s, 2)
+	case s < 1e-3:
+		return units.FormatSeconds(s, 1)
 	}
-	return strconv.FormatFloat(s*1e6, 'f', 1, 64) + "µs"
+	return units.FormatSeconds(s, 3)
 }

@@ -65,3 +65,18 @@ func FormatBytes(n int64) string {
 	}
 	return strconv.FormatFloat(math.Round(v*1000)/1000, 'f', -1, 64) + string(units[i]) + "iB"
 }
+
+// FormatSeconds writes s seconds with prec decimals in the largest unit of
+// s, µs and ms under which it is at least 1 ("1.234s", "12.35ms", "8.0µs";
+// "-" for NaN).
+func FormatSeconds(s float64, prec int) string {
+	switch {
+	case math.IsNaN(s):
+		return "-"
+	case s >= 1:
+		return strconv.FormatFloat(s, 'f', prec, 64) + "s"
+	case s >= 1e-3:
+		return strconv.FormatFloat(s*1e3, 'f', prec, 64) + "ms"
+	}
+	return strconv.FormatFloat(s*1e6, 'f', prec, 64) + "µs"
+}

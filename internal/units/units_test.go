@@ -1,6 +1,9 @@
 package units
 
-import "testing"
+import (
+	"math"
+	"testing"
+)
 
 func TestParseBytes(t *testing.T) {
 	for _, tc := range []struct {
@@ -39,6 +42,18 @@ func TestFormatBytes(t *testing.T) {
 	} {
 		if got := FormatBytes(tc.in); got != tc.want {
 			t.Errorf("FormatBytes(%d) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestFormatSeconds(t *testing.T) {
+	for _, c := range []struct {
+		s    float64
+		prec int
+		want string
+	}{{1.23456, 3, "1.235s"}, {0.012345, 2, "12.35ms"}, {8e-6, 1, "8.0µs"}, {math.NaN(), 3, "-"}} {
+		if got := FormatSeconds(c.s, c.prec); got != c.want {
+			t.Errorf("FormatSeconds(%v, %d) = %q, want %q", c.s, c.prec, got, c.want)
 		}
 	}
 }
