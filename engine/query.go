@@ -27,6 +27,11 @@ type QueryOptions struct {
 	// Policy is the scheduling policy (default "overlap"); Set overrides
 	// its knobs ("chunk=8MiB,depth=4").
 	Policy, Set string
+	// Rates is what is known of this machine's resources (a calibration
+	// profile's bandwidths and latencies: sim.Profile.Rates), handed to
+	// the policy through the topology; zero: unknown, and policies that
+	// size by rates learn them from completions.
+	Rates [scheduler.NumResourceKinds]scheduler.Rate
 	// Devices is the number of worker groups (0: GOMAXPROCS).
 	Devices int
 	// Mem is the memory budget in bytes (0: DefaultMem).
@@ -124,7 +129,7 @@ func Query(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryOpt
 	}
 	b, err := NewBackend(ds, p, BackendOptions{Devices: opts.Devices, Mem: opts.Mem, Buffered: opts.Buffered,
 		IO: opts.IO, Allocator: opts.Allocator, Log: opts.Log, Reader: opts.Reader, GPU: opts.GPU, GPUHybrid: opts.GPUHybrid,
-		NoVerify: opts.NoVerify, OpTimes: opts.OpTimes})
+		NoVerify: opts.NoVerify, OpTimes: opts.OpTimes, Rates: opts.Rates})
 	if err != nil {
 		return nil, err
 	}

@@ -543,6 +543,10 @@ func newExecutor(ctx context.Context, s *Spec, log io.Writer) (*executor, error)
 		}
 		ex.reader = r
 		ex.engOpt = engine.QueryOptions{Reader: r, Log: log, NoVerify: true}
+		// The policies see the spec's profile as this machine's rates.
+		if prof, _, err := s.ResolvedProfile(""); err == nil {
+			ex.engOpt.Rates = prof.Rates()
+		}
 	default:
 		return nil, fmt.Errorf("experiments: unknown backend %q", s.Backend)
 	}

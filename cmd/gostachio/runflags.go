@@ -7,15 +7,17 @@ import (
 
 	"gostachio/engine"
 	"gostachio/internal/units"
+	"gostachio/sim"
 )
 
 // runFlags are the query-run flags `query` and `worker` share; worker
 // changes the wording where a cluster differs.
 type runFlags struct {
-	o      *engine.RunOptions
-	mem    string
-	gpuMem string
-	gpu    int
+	o            *engine.RunOptions
+	mem          string
+	gpuMem       string
+	gpu          int
+	ratesProfile string
 }
 
 func addRunFlags(f *pflag.FlagSet, o *engine.RunOptions, worker bool) *runFlags {
@@ -51,6 +53,9 @@ func addRunFlags(f *pflag.FlagSet, o *engine.RunOptions, worker bool) *runFlags 
 		opTimes = "every worker writes the times and sizes of every operator its host runs, and its process CPU time per query run, to this CSV path, with -rankK before the extension (for validate-ops)"
 	}
 	f.StringVar(&o.OpTimes, "op-times", "", opTimes)
+	if !worker {
+		f.StringVar(&rf.ratesProfile, "rates-profile", "", "hardware profile (name or .yaml) whose bandwidths and latencies the policy is told this machine has, e.g. a calibrated one (default: none; policies that size by rates learn them from completions)")
+	}
 	return rf
 }
 
@@ -79,6 +84,13 @@ func (rf *runFlags) resolve(g *globals) error {
 			return err
 		}
 		rf.o.GPUMem = n
+	}
+	if rf.ratesProfile != "" {
+		p, err := sim.LoadProfile(rf.ratesProfile)
+		if err != nil {
+			return fmt.Errorf("--rates-profile: %w", err)
+		}
+		rf.o.Rates = p.Rates()
 	}
 	return nil
 }
