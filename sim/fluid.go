@@ -435,26 +435,12 @@ func (n *Net) Start(spec FlowSpec) FlowID {
 			n.q.push(newEvent(end, evTimer, spec.Tag, uint32(d)))
 			return -1
 		}
-		var id int32
-		if k := len(n.freeTimers); k > 0 {
-			id = n.freeTimers[k-1]
-			n.freeTimers = n.freeTimers[:k-1]
-		} else {
-			n.timers = append(n.timers, timer{})
-			id = int32(len(n.timers) - 1)
-		}
+		id := allocSlot(&n.timers, &n.freeTimers)
 		n.timers[id] = timer{tag: spec.Tag, start: n.now}
 		n.q.push(newEvent(end, evTimerLong, id, 0))
 		return -1
 	}
-	var id int32
-	if k := len(n.free); k > 0 {
-		id = n.free[k-1]
-		n.free = n.free[:k-1]
-	} else {
-		n.flows = append(n.flows, flow{})
-		id = int32(len(n.flows) - 1)
-	}
+	id := allocSlot(&n.flows, &n.free)
 	f := &n.flows[id]
 	f.n = uint8(len(spec.Links))
 	f.weighted = spec.Weights != nil
@@ -981,4 +967,18 @@ func (n *Net) advance(t int64) {
 		panic("sim: advance past a pending event or into the past")
 	}
 	n.now = t
+}
+
+// allocSlot returns a free index of *slots (the last one freed), or
+// appends a zero slot: flows and timers are recycled, not reallocated,
+// so a run's memory is its peak in flight.
+func allocSlot[T any](slots *[]T, free *[]int32) int32 {
+	if k := len(*free); k > 0 {
+		id := (*free)[k-1]
+		*free = (*free)[:k-1]
+		return id
+	}
+	var zero T
+	*slots = append(*slots, zero)
+	return int32(len(*slots) - 1)
 }
