@@ -78,6 +78,56 @@ type TableStats struct {
 	// synthetic, e.g. "lineitem.arrow").
 	Files  []string
 	Chunks []ChunkStats
+	// Schema, parallel to Columns, is each column's type and table-wide
+	// statistics: what a planner from SQL binds names and estimates
+	// selectivities with. Nil where unknown (stats built for a hand-built
+	// plan need none).
+	Schema []ColumnStats
+}
+
+// ColumnType is the logical type of a stored column.
+type ColumnType uint8
+
+const (
+	TypeUnknown ColumnType = iota
+	TypeInt64              // int64 (identifiers)
+	TypeInt32              // int32
+	TypeDecimal            // int64 scaled by 10^Scale
+	TypeDate               // date32: days since 1970-01-01
+	TypeString             // utf8
+	TypeFloat64            // float64
+)
+
+var columnTypeNames = [...]string{"unknown", "int64", "int32", "decimal", "date", "string", "float64"}
+
+func (t ColumnType) String() string {
+	if int(t) < len(columnTypeNames) {
+		return columnTypeNames[t]
+	}
+	return fmt.Sprintf("ColumnType(%d)", uint8(t))
+}
+
+// IntegerCoded reports whether values of t are stored as integers whose
+// order is the values' order (what min/max pruning and ranges work on).
+func (t ColumnType) IntegerCoded() bool {
+	return t == TypeInt64 || t == TypeInt32 || t == TypeDecimal || t == TypeDate
+}
+
+// ColumnStats is what a planner knows of one column of a table as a whole.
+type ColumnStats struct {
+	Type ColumnType
+	// Scale is the number of decimal digits after the point (TypeDecimal).
+	Scale int
+	// Distinct estimates the number of distinct values in the table (0:
+	// unknown). Computed when the data is written (a HyperLogLog sketch
+	// over every row), or from the generator's specification.
+	Distinct int64
+	// Range is the column's min/max over the table, integer-coded (Valid
+	// false for text, floats, or where unknown).
+	Range MinMax
+	// AvgLen is the average length in bytes of a text value (0: unknown
+	// or not text).
+	AvgLen float64
 }
 
 // Column returns the index of the named column, or -1.
