@@ -59,6 +59,8 @@ func TestSQLFlagsRejected(t *testing.T) {
 		{[]string{"query", "--data", "/nonexistent", "--query", "q6", "--sql", "select 1"}, "not both"},
 		{[]string{"query", "--data", "/nonexistent", "--sql-file", missing}, missing},
 		{[]string{"sim", "--query", "q6", "--sql", "select 1"}, "not both"},
+		{[]string{"worker", "--data", "/nonexistent", "--query", "q6", "--sql", "select 1"}, "not both"},
+		{[]string{"query", "--data", "/nonexistent", "--sql", "select 1", "--name", "q06"}, `query name "q06"`},
 		{[]string{"sim", "--sql", "   "}, "is empty"},
 		{[]string{"cluster", "--nodes", "2", "--", "query", "--data", "/nonexistent", "--sql-file", missing}, missing},
 	} {

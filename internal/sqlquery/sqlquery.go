@@ -57,17 +57,22 @@ func Read(name, text, file string) (sqlplan.Query, error) {
 
 // CheckName checks a query name: it names the query in results, traces
 // and experiment keys and on the engine's --query lists, so it is
-// lowercase letters, digits, '_', '-' and '.', starting with a letter, and
-// not "all".
+// lowercase letters, digits, '_', '-' and '.', starting with a letter; not
+// "all", and not "q" and digits, which name TPC-H's queries (and which
+// the engine's lists rewrite: "q06" is "q6").
 func CheckName(name string) error {
 	ok := name != "" && name[0] >= 'a' && name[0] <= 'z'
-	for _, r := range name {
+	digits := len(name) > 1 && name[0] == 'q'
+	for i, r := range name {
 		if !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '_' || r == '-' || r == '.') {
 			ok = false
 		}
+		if i > 0 && !(r >= '0' && r <= '9') {
+			digits = false
+		}
 	}
-	if !ok || name == "all" {
-		return fmt.Errorf("sql: query name %q: want lowercase letters, digits, '_', '-' or '.', starting with a letter, and not \"all\"", name)
+	if !ok || digits || name == "all" {
+		return fmt.Errorf("sql: query name %q: want lowercase letters, digits, '_', '-' or '.', starting with a letter; not \"all\" nor q and digits (TPC-H's)", name)
 	}
 	return nil
 }

@@ -33,6 +33,8 @@ func TestRead(t *testing.T) {
 		{"Q1", "select 1", "", "query name"},
 		{"all", "select 1", "", "query name"},
 		{"a,b", "select 1", "", "query name"},
+		{"q06", "select 1", "", "query name"},
+		{"q6", "select 1", "", "query name"},
 		{"a", strings.Repeat("x", MaxBytes+1), "", "more than"},
 	} {
 		if _, err := Read(c.name, c.text, c.file); err == nil || !strings.Contains(err.Error(), c.want) {
