@@ -176,7 +176,10 @@ type TableWriter struct {
 	// partitioned table per partition (all created at the start).
 	files  []*tableFile
 	meta   TableMeta
-	err    error // sticky: a failed write leaves the file unusable
+	// sketches[c] holds every value of column c appended so far; finish
+	// records their estimates as ColumnMeta.Distinct.
+	sketches []Sketch
+	err      error // sticky: a failed write leaves the file unusable
 	closed bool
 }
 
@@ -261,6 +264,7 @@ func (w *Writer) table(t *schema.Table, key string) (*TableWriter, error) {
 		}
 	}
 	tw := &TableWriter{w: w, table: t, files: make([]*tableFile, len(w.stripes)),
+		sketches: make([]Sketch, len(t.Columns)),
 		meta: TableMeta{Name: t.Name, Columns: columnsMeta(t), Files: []FileMeta{}, Chunks: []ChunkMeta{}}}
 	if key != "" {
 		tw.parts = w.parts
@@ -370,6 +374,17 @@ func (tw *TableWriter) appendLocked(slot, part int, b *schema.Batch) error {
 		tw.err = err
 		return err
 	}
+	// The sketches are updated while the batch is encoded and written:
+	// the two touch b read-only, and hashing every value is as much work
+	// as the write itself, which would otherwise lengthen the one
+	// goroutine that appends a table's chunks.
+	var sketching sync.WaitGroup
+	sketching.Go(func() {
+		for i, c := range tw.table.Columns {
+			sketchColumn(&tw.sketches[i], c.Type, &b.Cols[i], b.Rows)
+		}
+	})
+	defer sketching.Wait()
 	lay, err := tf.fw.WriteBatch(b)
 	if err != nil {
 		tw.err = fmt.Errorf("dataset: write chunk %d of %s to %s: %w", ci, tw.table.Name, tf.f.Name(), err)
@@ -430,6 +445,9 @@ func (tw *TableWriter) finish() error {
 		tw.meta.Files[tf.idx].Size = size
 	}
 	tw.files = nil
+	for i := range tw.sketches {
+		tw.meta.Columns[i].Distinct = tw.sketches[i].Estimate()
+	}
 	if tw.parts > 0 {
 		// Each partition has its own file, so ordering by partition keeps
 		// every file's batches in order (as Open checks).
