@@ -1,8 +1,12 @@
 package dataset
 
 import (
+	"bytes"
+	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"gostachio/plan"
@@ -87,6 +91,42 @@ func TestPlanStatsSchema(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestInspectShowsColumnStatistics checks that inspect reports, in JSON
+// and in text, the distinct counts and mean text lengths PlanStats gives.
+func TestInspectShowsColumnStatistics(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ds")
+	writeDataset(t, dir, CreateOptions{}, sampleData())
+	ds, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var js, txt bytes.Buffer
+	if err := Inspect(dir, true, &js); err != nil {
+		t.Fatal(err)
+	}
+	if err := Inspect(dir, false, &txt); err != nil {
+		t.Fatal(err)
+	}
+	var r InspectReport
+	if err := json.Unmarshal(js.Bytes(), &r); err != nil {
+		t.Fatal(err)
+	}
+	for ti, ts := range ds.PlanStats() {
+		for ci, cs := range ts.Schema {
+			ic := r.Tables[ti].Columns[ci]
+			if ic.Distinct != cs.Distinct || ic.AvgLen != cs.AvgLen {
+				t.Errorf("%s.%s: inspect says distinct %d avg len %g, PlanStats %d %g", ts.Name, ic.Name, ic.Distinct, ic.AvgLen, cs.Distinct, cs.AvgLen)
+			}
+		}
+	}
+	// alltypes.s, whose count TestPlanStatsSchema checks exactly.
+	s := r.Tables[3].Columns[4]
+	line := fmt.Sprintf(`(?m)^  s +utf8 +\d+ +\d+ +%d +%.1f `, s.Distinct, s.AvgLen)
+	if s.Distinct < 2 || !regexp.MustCompile(line).MatchString(txt.String()) {
+		t.Errorf("text output lacks the distinct count %d of alltypes.s:\n%s", s.Distinct, txt.String())
 	}
 }
 

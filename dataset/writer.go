@@ -174,13 +174,13 @@ type TableWriter struct {
 	mu sync.Mutex
 	// files are per stripe (nil until the stripe gets a chunk), or for a
 	// partitioned table per partition (all created at the start).
-	files  []*tableFile
-	meta   TableMeta
+	files []*tableFile
+	meta  TableMeta
 	// sketches[c] holds every value of column c appended so far; finish
 	// records their estimates as ColumnMeta.Distinct.
 	sketches []Sketch
 	err      error // sticky: a failed write leaves the file unusable
-	closed bool
+	closed   bool
 }
 
 type tableFile struct {
@@ -265,7 +265,7 @@ func (w *Writer) table(t *schema.Table, key string) (*TableWriter, error) {
 	}
 	tw := &TableWriter{w: w, table: t, files: make([]*tableFile, len(w.stripes)),
 		sketches: make([]Sketch, len(t.Columns)),
-		meta: TableMeta{Name: t.Name, Columns: columnsMeta(t), Files: []FileMeta{}, Chunks: []ChunkMeta{}}}
+		meta:     TableMeta{Name: t.Name, Columns: columnsMeta(t), Files: []FileMeta{}, Chunks: []ChunkMeta{}}}
 	if key != "" {
 		tw.parts = w.parts
 		tw.files = make([]*tableFile, w.parts)
