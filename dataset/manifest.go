@@ -252,7 +252,7 @@ func columnsMeta(t *schema.Table) []ColumnMeta {
 	for i, c := range t.Columns {
 		cols[i] = ColumnMeta{Name: c.Name, Type: c.Type.String()}
 		if c.Type == schema.Decimal {
-			cols[i].Precision, cols[i].Scale = schema.DecimalPrecision, 2
+			cols[i].Precision, cols[i].Scale = c.Precision, c.Scale
 		}
 	}
 	return cols

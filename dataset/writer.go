@@ -412,7 +412,7 @@ func sameColumns(want, got *schema.Table) error {
 		return fmt.Errorf("dataset: %s batch has %d columns, table %s has %d", got.Name, len(got.Columns), want.Name, len(want.Columns))
 	}
 	for i, c := range want.Columns {
-		if g := got.Columns[i]; g.Name != c.Name || g.Type != c.Type {
+		if g := got.Columns[i]; g.Name != c.Name || g.Type != c.Type || g.Scale != c.Scale {
 			return fmt.Errorf("dataset: %s column %d is %s %v, want %s %v", want.Name, i, g.Name, g.Type, c.Name, c.Type)
 		}
 	}
