@@ -318,4 +318,4 @@ func parquetRecord(b *schema.Batch, sch *arrow.Schema, mem memory.Allocator) arr
 	return out
 }
 
-var errNull = errors.New("null value (TPC-H columns are NOT NULL)")
+var errNull = errors.New("null value (stored columns are NOT NULL)")

@@ -109,8 +109,8 @@ func (t *Table) Column(name string) int {
 	return -1
 }
 
-func id(n string) Column          { return Column{Name: n, Type: Int64} }
-func integer(n string) Column     { return Column{Name: n, Type: Int32} }
+func id(n string) Column      { return Column{Name: n, Type: Int64} }
+func integer(n string) Column { return Column{Name: n, Type: Int32} }
 func dec(n string) Column {
 	return Column{Name: n, Type: Decimal, Precision: DecimalPrecision, Scale: 2}
 }
