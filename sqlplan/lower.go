@@ -373,16 +373,17 @@ func (p *planner) distinctIn(c string, rows float64) float64 {
 }
 
 // keysBetween pairs the columns joining relation sets a and b: one pair
-// per equality class with members on both sides.
-func (l *lowering) keysBetween(a, b map[*rel]bool) (ka, kb []string) {
+// per equality class with members on both sides, taken among acols and
+// bcols (the streams' columns) where those are given.
+func (l *lowering) keysBetween(a, b map[*rel]bool, acols, bcols []string) (ka, kb []string) {
 	for _, ms := range l.members {
 		var x, y string
 		for _, m := range ms {
 			r := l.p.cols[m].rel
-			if a[r] && x == "" {
+			if a[r] && x == "" && (acols == nil || slices.Contains(acols, m)) {
 				x = m
 			}
-			if b[r] && y == "" {
+			if b[r] && y == "" && (bcols == nil || slices.Contains(bcols, m)) {
 				y = m
 			}
 		}
@@ -437,7 +438,7 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 				if !in[t] {
 					continue
 				}
-				pk, bk := l.keysBetween(map[*rel]bool{t: true}, map[*rel]bool{c: true})
+				pk, bk := l.keysBetween(map[*rel]bool{t: true}, map[*rel]bool{c: true}, nil, nil)
 				if len(pk) == 0 {
 					continue
 				}
@@ -494,8 +495,13 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 		if err != nil {
 			return nil, err
 		}
-		pk, bk := l.keysBetween(s.rels, b.rels)
-		carry := slices.DeleteFunc(l.needed(b, setUnion(s.rels, b.rels)), func(x string) bool { return slices.Contains(bk, x) })
+		pk, bk := l.keysBetween(s.rels, b.rels, s.cols, b.cols)
+		// Carry what is still read, except build keys needed only to
+		// join: the probe side holds their equal.
+		direct := l.needed(b, setUnion(s.rels, b.rels), false)
+		carry := slices.DeleteFunc(l.needed(b, setUnion(s.rels, b.rels), true), func(x string) bool {
+			return slices.Contains(bk, x) && !slices.Contains(direct, x)
+		})
 		if s, err = l.join(s, b, pk, bk, plan.JoinInner, carry); err != nil {
 			return nil, err
 		}
@@ -524,7 +530,7 @@ func setUnion(a, b map[*rel]bool) map[*rel]bool {
 // outside the relations done: conditions not applied, relations not
 // attached, the block's upper needs, and a member of each equality class
 // that relations outside done still join on.
-func (l *lowering) needed(s *stream, done map[*rel]bool) []string {
+func (l *lowering) needed(s *stream, done map[*rel]bool, classes bool) []string {
 	want := map[string]bool{}
 	for _, c := range l.upper {
 		want[c] = true
@@ -544,6 +550,9 @@ func (l *lowering) needed(s *stream, done map[*rel]bool) []string {
 		}
 	}
 	for _, ms := range l.members {
+		if !classes {
+			break
+		}
 		open := false
 		for _, m := range ms {
 			if !done[l.p.cols[m].rel] {
@@ -582,7 +591,7 @@ func (l *lowering) open(r *rel) (*stream, error) {
 			}
 		}
 		tmp := &stream{cols: names(r.cols)}
-		for _, n := range l.needed(tmp, map[*rel]bool{r: true}) {
+		for _, n := range l.needed(tmp, map[*rel]bool{r: true}, true) {
 			want[n] = true
 		}
 		var src, cols []string
@@ -684,6 +693,17 @@ func (p *planner) project(s *stream, ns []plan.Named) *stream {
 		s.keys = keys
 	}
 	return s
+}
+
+// colsIn lists s's columns that are in want, in s's order.
+func (s *stream) colsIn(want []string) []string {
+	var out []string
+	for _, c := range s.cols {
+		if slices.Contains(want, c) {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // keep projects s onto cols (in s's order).
@@ -802,7 +822,13 @@ func (l *lowering) join(s, b *stream, pk, bk []string, kind plan.JoinKind, carry
 		}
 		build = b.p.HashBuildRepeating(share, bk...)
 		if !(s.dist == dPart && slices.Equal(s.keys, pk)) {
-			s = p.keep(s, l.needed(s, s.rels))
+			kept := l.needed(s, s.rels, true)
+			for _, k := range pk {
+				if !slices.Contains(kept, k) {
+					kept = append(kept, k)
+				}
+			}
+			s = p.keep(s, s.colsIn(kept))
 			if !slices.ContainsFunc(pk, func(k string) bool { return !slices.Contains(s.cols, k) }) {
 				sh := s.p.Shuffle(pk...)
 				s.p = p.b.From(sh).Named("probe shuffled")

@@ -194,6 +194,9 @@ func (p *planner) baseRel(t *plan.TableStats, alias string, pos int) (*rel, *sco
 		if !ok {
 			return nil, nil, p.errAt(pos, "table %s column %s has type %s, which the planner cannot read", t.Name, name, st.Type)
 		}
+		if ty.k == kDecimal && (ty.scale < 0 || ty.scale > 18) {
+			return nil, nil, p.errAt(pos, "table %s column %s has decimal scale %d, outside 0..18", t.Name, name, ty.scale)
+		}
 		n := name
 		if p.cols[n] != nil {
 			n = p.newName(alias + "_" + name)
