@@ -145,3 +145,22 @@ func TestSQLAnswers(t *testing.T) {
 		})
 	}
 }
+
+// BenchmarkPlanTPCH plans each query from its SQL over SF1 statistics
+// and reports the planning time per query.
+func BenchmarkPlanTPCH(b *testing.B) {
+	tables := sqlTables(b, 1)
+	for _, q := range Names() {
+		text, err := SQLText(q, 1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(q, func(b *testing.B) {
+			for b.Loop() {
+				if _, err := sqlplan.Plan(q, text, tables, sqlplan.Options{}); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
