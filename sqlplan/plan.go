@@ -106,8 +106,13 @@ func (p *planner) finish(s *stream, blk *block) error {
 	}
 	switch {
 	case blk.limit >= 0:
-		if s.dist != dSingle {
+		// A scan pipeline ends in its one breaker: gather it whole.
+		switch s.dist {
+		case dPart:
 			g := s.p.TopK(blk.limit, keys...).Gather()
+			s.p = p.b.From(g).Named("result")
+		case dSpread:
+			g := s.p.Gather()
 			s.p = p.b.From(g).Named("result")
 		}
 		s.p.TopK(blk.limit, keys...)
