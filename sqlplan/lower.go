@@ -1,0 +1,1004 @@
+package sqlplan
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+
+	"gostachio/plan"
+)
+
+// gatherGroups is the most groups an aggregation merges on one worker
+// (a Gather to worker 0); more are shuffled on the group keys and merged
+// where they land. A hundred thousand groups of a few dozen bytes merge
+// in milliseconds, less than a shuffle's round of messages costs.
+const gatherGroups = 100_000
+
+// distKind says how a stream's rows lie over the workers.
+type distKind uint8
+
+const (
+	dSpread distKind = iota // scan units dealt to any worker
+	dPart                   // hash-partitioned on keys
+	dSingle                 // all on worker 0
+)
+
+// stream is an open pipeline: its columns, distribution, estimated rows
+// and the relations joined into it.
+type stream struct {
+	p    *plan.Pipe
+	cols []string
+	dist distKind
+	keys []string
+	rows float64
+	rels map[*rel]bool
+}
+
+// lowering is the state of lowering one block.
+type lowering struct {
+	p   *planner
+	blk *block
+	// local are the single-relation conditions pushed to each relation;
+	// conds the others, with applied marking those done.
+	local   map[*rel][]plan.Expr
+	conds   []plan.Expr
+	applied []bool
+	// class maps a column joined by equalities to its class; members
+	// lists each class's columns in order.
+	class   map[string]int
+	members [][]string
+	// attached marks semi, anti and left outer relations joined.
+	attached map[*rel]bool
+	// upper are the columns the block needs after its joins.
+	upper []string
+	rows  map[*rel]float64
+}
+
+func (p *planner) rowsWidth(cols []string) int {
+	w := 0
+	for _, c := range cols {
+		if col := p.cols[c]; col != nil {
+			w += col.width
+		} else {
+			w += 8
+		}
+	}
+	return max(w, 1)
+}
+
+// lowerBlock plans blk into a stream whose columns are blk's outputs.
+func (p *planner) lowerBlock(blk *block) (*stream, error) {
+	l := &lowering{p: p, blk: blk, local: map[*rel][]plan.Expr{}, class: map[string]int{}, attached: map[*rel]bool{}, rows: map[*rel]float64{}}
+	var inner []*rel
+	for _, r := range blk.rels {
+		if r.kind == relInner {
+			inner = append(inner, r)
+		}
+	}
+	if len(inner) == 0 {
+		return nil, p.errAt(blk.pos, "a query block needs at least one table joined by its FROM")
+	}
+	// Conditions: split, factor ORs, push single-relation ones down, and
+	// read column equalities between relations as join edges.
+	var all []plan.Expr
+	for _, c := range blk.conds {
+		all = append(all, splitAnd(c.e)...)
+	}
+	all = p.factorOrs(all)
+	for _, c := range all {
+		rs := p.relsOf(c)
+		if a, b, ok := p.joinEdge(c); ok && len(rs) == 2 {
+			l.union(a, b)
+			continue
+		}
+		if len(rs) == 1 {
+			for r := range rs {
+				if r.kind == relInner {
+					l.local[r] = append(l.local[r], c)
+					rs = nil
+				}
+			}
+			if rs == nil {
+				continue
+			}
+		}
+		l.conds = append(l.conds, c)
+	}
+	l.applied = make([]bool, len(l.conds))
+	// Columns needed after the joins.
+	for _, k := range blk.keys {
+		l.upper = colsOf(k.E, l.upper)
+	}
+	for _, a := range blk.aggs {
+		if a.Arg != nil {
+			l.upper = colsOf(a.Arg, l.upper)
+		}
+	}
+	if blk.countDistinct != nil {
+		l.upper = colsOf(blk.countDistinct.arg.e, l.upper)
+	}
+	if !blk.grouped {
+		for _, o := range blk.outs {
+			l.upper = colsOf(o.e.e, l.upper)
+		}
+	}
+	for _, r := range inner {
+		l.rows[r] = p.relRows(r, l.local[r])
+	}
+	s, err := l.joinSet(inner)
+	if err != nil {
+		return nil, err
+	}
+	for i, c := range l.conds {
+		if !l.applied[i] {
+			return nil, p.errAt(blk.pos, "condition %s could not be placed", c)
+		}
+	}
+	for _, r := range blk.rels {
+		if r.kind != relInner && !l.attached[r] {
+			return nil, p.errAt(r.pos, "subquery could not be joined")
+		}
+	}
+	if blk.grouped {
+		if s, err = l.aggregate(s); err != nil {
+			return nil, err
+		}
+	} else {
+		outs := make([]plan.Named, len(blk.outs))
+		for i, o := range blk.outs {
+			outs[i] = plan.As(o.name, o.e.e)
+		}
+		s = p.project(s, outs)
+	}
+	if blk.distinct {
+		s = p.dedup(s, names2(blk.outs))
+	}
+	return s, nil
+}
+
+func names2(outs []output) []string {
+	out := make([]string, len(outs))
+	for i, o := range outs {
+		out[i] = o.name
+	}
+	return out
+}
+
+// splitAnd lists the conjuncts of e.
+func splitAnd(e plan.Expr) []plan.Expr {
+	if c, ok := e.(plan.Call); ok && c.Fn == plan.FnAnd {
+		var out []plan.Expr
+		for _, a := range c.Args {
+			out = append(out, splitAnd(a)...)
+		}
+		return out
+	}
+	return []plan.Expr{e}
+}
+
+// factorOrs pulls the conjuncts common to every disjunct of an OR out of
+// it, and adds, for each relation every disjunct constrains alone, the
+// disjunction of those constraints (which scans can apply early); the
+// full OR stays as a condition.
+func (p *planner) factorOrs(conds []plan.Expr) []plan.Expr {
+	var out []plan.Expr
+	for _, c := range conds {
+		call, ok := c.(plan.Call)
+		if !ok || call.Fn != plan.FnOr {
+			out = append(out, c)
+			continue
+		}
+		ds := make([][]plan.Expr, len(call.Args))
+		for i, d := range call.Args {
+			ds[i] = splitAnd(d)
+		}
+		var common []plan.Expr
+		for _, x := range ds[0] {
+			in := true
+			for _, d := range ds[1:] {
+				if !slices.ContainsFunc(d, func(y plan.Expr) bool { return y.String() == x.String() }) {
+					in = false
+				}
+			}
+			if in {
+				common = append(common, x)
+			}
+		}
+		out = append(out, common...)
+		rest := make([]plan.Expr, len(ds))
+		for i, d := range ds {
+			d = slices.DeleteFunc(slices.Clone(d), func(y plan.Expr) bool {
+				return slices.ContainsFunc(common, func(x plan.Expr) bool { return x.String() == y.String() })
+			})
+			if len(d) == 0 {
+				rest = nil
+				break
+			}
+			rest[i] = and(d)
+		}
+		if rest == nil {
+			continue // one disjunct is all common: the OR holds
+		}
+		out = append(out, plan.Or(rest...))
+		// Per-relation disjunctions.
+		var rels []*rel
+		for _, d := range ds {
+			for _, x := range d {
+				if rs := p.relsOf(x); len(rs) == 1 {
+					for r := range rs {
+						if !slices.Contains(rels, r) {
+							rels = append(rels, r)
+						}
+					}
+				}
+			}
+		}
+		slices.SortFunc(rels, func(a, b *rel) int { return a.id - b.id })
+		for _, r := range rels {
+			var parts []plan.Expr
+			for _, d := range ds {
+				var mine []plan.Expr
+				for _, x := range d {
+					if rs := p.relsOf(x); len(rs) == 1 && rs[r] && !slices.ContainsFunc(common, func(y plan.Expr) bool { return y.String() == x.String() }) {
+						mine = append(mine, x)
+					}
+				}
+				if len(mine) == 0 {
+					parts = nil
+					break
+				}
+				parts = append(parts, and(mine))
+			}
+			if len(parts) > 0 {
+				out = append(out, plan.Or(parts...))
+			}
+		}
+	}
+	return out
+}
+
+func and(xs []plan.Expr) plan.Expr {
+	if len(xs) == 1 {
+		return xs[0]
+	}
+	return plan.And(xs...)
+}
+
+// relsOf is the set of relations whose columns e reads.
+func (p *planner) relsOf(e plan.Expr) map[*rel]bool {
+	m := map[*rel]bool{}
+	for _, n := range colsOf(e, nil) {
+		if c := p.cols[n]; c != nil && c.rel != nil {
+			m[c.rel] = true
+		}
+	}
+	return m
+}
+
+// joinEdge reads e as an equality of columns of two inner relations.
+func (p *planner) joinEdge(e plan.Expr) (string, string, bool) {
+	c, ok := e.(plan.Call)
+	if !ok || c.Fn != plan.FnEq {
+		return "", "", false
+	}
+	a, aok := c.Args[0].(plan.Col)
+	b, bok := c.Args[1].(plan.Col)
+	if !aok || !bok {
+		return "", "", false
+	}
+	ca, cb := p.cols[string(a)], p.cols[string(b)]
+	if ca == nil || cb == nil || ca.rel == nil || cb.rel == nil || ca.rel == cb.rel || ca.t != cb.t ||
+		ca.rel.kind != relInner || cb.rel.kind != relInner {
+		return "", "", false
+	}
+	return string(a), string(b), true
+}
+
+func (l *lowering) union(a, b string) {
+	ia, oka := l.class[a]
+	ib, okb := l.class[b]
+	switch {
+	case !oka && !okb:
+		l.members = append(l.members, []string{a, b})
+		l.class[a], l.class[b] = len(l.members)-1, len(l.members)-1
+	case oka && !okb:
+		l.members[ia] = append(l.members[ia], b)
+		l.class[b] = ia
+	case !oka && okb:
+		l.members[ib] = append(l.members[ib], a)
+		l.class[a] = ib
+	case ia != ib:
+		for _, m := range l.members[ib] {
+			l.class[m] = ia
+		}
+		l.members[ia] = append(l.members[ia], l.members[ib]...)
+		l.members[ib] = nil
+	}
+}
+
+// relRows estimates a relation's rows after its own conditions.
+func (p *planner) relRows(r *rel, local []plan.Expr) float64 {
+	var rows float64
+	if r.table != nil {
+		rows = float64(r.table.Rows())
+	} else {
+		rows = p.blockRows(r.sub)
+	}
+	for _, c := range local {
+		rows *= p.selectivity(c)
+	}
+	return math.Max(1, rows)
+}
+
+// blockRows estimates a block's output rows: its largest relation after
+// its conditions, shrunk by its joins' conditions; an aggregation's
+// groups (the product of the keys' distinct values, at most the rows).
+func (p *planner) blockRows(b *block) float64 {
+	rows := 1.0
+	for _, r := range b.rels {
+		if r.kind != relInner {
+			continue
+		}
+		n := 0.0
+		if r.table != nil {
+			n = float64(r.table.Rows())
+		} else {
+			n = p.blockRows(r.sub)
+		}
+		for _, c := range b.conds {
+			if rs := p.relsOf(c.e); len(rs) == 1 && rs[r] {
+				n *= p.selectivity(c.e)
+			}
+		}
+		rows = math.Max(rows, n)
+	}
+	if b.grouped {
+		g := 1.0
+		for _, k := range b.keys {
+			g *= p.exprDistinct(k.E)
+		}
+		rows = math.Min(rows, g)
+	}
+	return math.Max(1, rows)
+}
+
+// distinctIn is column c's distinct values among rows rows.
+func (p *planner) distinctIn(c string, rows float64) float64 {
+	d := 1000.0
+	if col := p.cols[c]; col != nil && col.distinct > 0 {
+		d = col.distinct
+	}
+	return math.Max(1, math.Min(d, rows))
+}
+
+// keysBetween pairs the columns joining relation sets a and b: one pair
+// per equality class with members on both sides, taken among acols and
+// bcols (the streams' columns) where those are given.
+func (l *lowering) keysBetween(a, b map[*rel]bool, acols, bcols []string) (ka, kb []string) {
+	for _, ms := range l.members {
+		var x, y string
+		for _, m := range ms {
+			r := l.p.cols[m].rel
+			if a[r] && x == "" && (acols == nil || slices.Contains(acols, m)) {
+				x = m
+			}
+			if b[r] && y == "" && (bcols == nil || slices.Contains(bcols, m)) {
+				y = m
+			}
+		}
+		if x != "" && y != "" {
+			ka, kb = append(ka, x), append(kb, y)
+		}
+	}
+	return ka, kb
+}
+
+// fanout estimates rows of a join per row of the probe side: build rows
+// over the larger distinct count of each key pair.
+func (p *planner) fanout(probeRows, buildRows float64, pk, bk []string) float64 {
+	f := buildRows
+	for i := range pk {
+		f /= math.Max(p.distinctIn(pk[i], probeRows), p.distinctIn(bk[i], buildRows))
+	}
+	return f
+}
+
+func setOf(rs []*rel) map[*rel]bool {
+	m := map[*rel]bool{}
+	for _, r := range rs {
+		m[r] = true
+	}
+	return m
+}
+
+// joinSet joins the inner relations rs: the largest probes, each other
+// relation joins the tree where it shrinks rows most (a spanning tree
+// grown by the smallest fan-out, Prim's way), and each subtree of the
+// largest relation is joined on its own and built.
+func (l *lowering) joinSet(rs []*rel) (*stream, error) {
+	p := l.p
+	root := rs[0]
+	for _, r := range rs[1:] {
+		if l.rows[r] > l.rows[root] {
+			root = r
+		}
+	}
+	parent := map[*rel]*rel{}
+	fan := map[*rel]float64{}
+	in := map[*rel]bool{root: true}
+	for len(in) < len(rs) {
+		var best, bestParent *rel
+		bestFan := math.Inf(1)
+		for _, c := range rs {
+			if in[c] {
+				continue
+			}
+			for _, t := range rs {
+				if !in[t] {
+					continue
+				}
+				pk, bk := l.keysBetween(map[*rel]bool{t: true}, map[*rel]bool{c: true}, nil, nil)
+				if len(pk) == 0 {
+					continue
+				}
+				f := p.fanout(l.rows[t], l.rows[c], pk, bk)
+				if f < bestFan {
+					best, bestParent, bestFan = c, t, f
+				}
+			}
+		}
+		if best == nil {
+			// Disconnected: a cross join (a scalar subquery's row).
+			for _, c := range rs {
+				if !in[c] {
+					best, bestParent, bestFan = c, root, l.rows[c]
+					break
+				}
+			}
+		}
+		in[best], parent[best], fan[best] = true, bestParent, bestFan
+	}
+	var children []*rel
+	for _, c := range rs {
+		if parent[c] == root {
+			children = append(children, c)
+		}
+	}
+	slices.SortStableFunc(children, func(a, b *rel) int {
+		switch {
+		case fan[a] < fan[b]:
+			return -1
+		case fan[a] > fan[b]:
+			return 1
+		}
+		return 0
+	})
+	s, err := l.open(root)
+	if err != nil {
+		return nil, err
+	}
+	if err := l.applyReady(s); err != nil {
+		return nil, err
+	}
+	for _, c := range children {
+		var sub []*rel
+		for _, r := range rs {
+			for x := r; x != nil; x = parent[x] {
+				if x == c {
+					sub = append(sub, r)
+					break
+				}
+			}
+		}
+		b, err := l.joinSet(sub)
+		if err != nil {
+			return nil, err
+		}
+		pk, bk := l.keysBetween(s.rels, b.rels, s.cols, b.cols)
+		// Carry what is still read, except build keys needed only to
+		// join: the probe side holds their equal.
+		direct := l.needed(b, setUnion(s.rels, b.rels), false)
+		carry := slices.DeleteFunc(l.needed(b, setUnion(s.rels, b.rels), true), func(x string) bool {
+			return slices.Contains(bk, x) && !slices.Contains(direct, x)
+		})
+		if s, err = l.join(s, b, pk, bk, plan.JoinInner, carry); err != nil {
+			return nil, err
+		}
+		for r := range b.rels {
+			s.rels[r] = true
+		}
+		if err := l.applyReady(s); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
+}
+
+func setUnion(a, b map[*rel]bool) map[*rel]bool {
+	m := map[*rel]bool{}
+	for r := range a {
+		m[r] = true
+	}
+	for r := range b {
+		m[r] = true
+	}
+	return m
+}
+
+// needed lists the columns of s that are still to be read by something
+// outside the relations done: conditions not applied, relations not
+// attached, the block's upper needs, and a member of each equality class
+// that relations outside done still join on.
+func (l *lowering) needed(s *stream, done map[*rel]bool, classes bool) []string {
+	want := map[string]bool{}
+	for _, c := range l.upper {
+		want[c] = true
+	}
+	for i, c := range l.conds {
+		if !l.applied[i] {
+			for _, n := range colsOf(c, nil) {
+				want[n] = true
+			}
+		}
+	}
+	for _, r := range l.blk.rels {
+		if r.kind != relInner && !l.attached[r] {
+			for _, k := range r.outerKeys {
+				want[k] = true
+			}
+		}
+	}
+	for _, ms := range l.members {
+		if !classes {
+			break
+		}
+		open := false
+		for _, m := range ms {
+			if !done[l.p.cols[m].rel] {
+				open = true
+			}
+		}
+		if !open {
+			continue
+		}
+		for _, m := range ms {
+			if slices.Contains(s.cols, m) {
+				want[m] = true
+				break
+			}
+		}
+	}
+	var out []string
+	for _, c := range s.cols {
+		if want[c] {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// open starts the stream of one relation with its own conditions.
+func (l *lowering) open(r *rel) (*stream, error) {
+	p := l.p
+	local := l.local[r]
+	s := &stream{rels: map[*rel]bool{r: true}}
+	if r.table != nil {
+		want := map[string]bool{}
+		for _, c := range local {
+			for _, n := range colsOf(c, nil) {
+				want[n] = true
+			}
+		}
+		tmp := &stream{cols: names(r.cols)}
+		for _, n := range l.needed(tmp, map[*rel]bool{r: true}, true) {
+			want[n] = true
+		}
+		var src, cols []string
+		renamed := false
+		for _, c := range r.cols {
+			if want[c.name] {
+				src = append(src, c.src)
+				cols = append(cols, c.name)
+				renamed = renamed || c.name != c.src
+			}
+		}
+		if len(cols) == 0 {
+			// A scan reads at least one column: the narrowest.
+			best := r.cols[0]
+			for _, c := range r.cols {
+				if c.width < best.width {
+					best = c
+				}
+			}
+			src, cols, renamed = []string{best.src}, []string{best.name}, best.name != best.src
+		}
+		s.p = p.b.Scan(r.table.Name, src...).Named(fmt.Sprintf("scan %s", r.alias))
+		s.rows = float64(r.table.Rows())
+		for _, c := range local {
+			for _, cj := range splitAnd(c) {
+				call, ok := cj.(plan.Call)
+				if !ok {
+					continue
+				}
+				if col, lo, hi, ok := p.rangeOf(call); ok && lo <= hi {
+					s.p.Prune(p.cols[col].src, lo, hi)
+				}
+			}
+		}
+		if renamed {
+			ns := make([]plan.Named, len(cols))
+			for i := range cols {
+				ns[i] = plan.As(cols[i], plan.Col(src[i]))
+			}
+			s.p.Select(p.rowsWidth(cols), ns...)
+		}
+		s.cols = cols
+	} else {
+		sub, err := p.lowerBlock(r.sub)
+		if err != nil {
+			return nil, err
+		}
+		ns := make([]plan.Named, len(r.out))
+		for i, o := range r.sub.outs[:len(r.out)] {
+			ns[i] = plan.As(r.out[i].name, plan.Col(o.name))
+		}
+		*s = *sub
+		s.rels = map[*rel]bool{r: true}
+		s = p.project(s, ns)
+	}
+	if len(local) > 0 {
+		pred := and(local)
+		sel := p.selectivity(pred)
+		s.p.Where(pred, sel)
+		s.rows *= sel
+	}
+	s.rows = math.Max(1, s.rows)
+	return s, nil
+}
+
+// project replaces s's columns by ns, renaming the partitioning keys.
+func (p *planner) project(s *stream, ns []plan.Named) *stream {
+	same := len(ns) == len(s.cols)
+	for i := range ns {
+		if c, ok := ns[i].E.(plan.Col); !same || !ok || string(c) != ns[i].Name || s.cols[i] != ns[i].Name {
+			same = false
+		}
+	}
+	if same {
+		return s
+	}
+	out := make([]string, len(ns))
+	rename := map[string]string{}
+	for i, n := range ns {
+		out[i] = n.Name
+		if c, ok := n.E.(plan.Col); ok {
+			if _, dup := rename[string(c)]; !dup {
+				rename[string(c)] = n.Name
+			}
+		}
+	}
+	s.p.Select(p.rowsWidth(out), ns...)
+	s.cols = out
+	if s.dist == dPart {
+		var keys []string
+		for _, k := range s.keys {
+			n, ok := rename[k]
+			if !ok {
+				s.dist, keys = dSpread, nil
+				break
+			}
+			keys = append(keys, n)
+		}
+		s.keys = keys
+	}
+	return s
+}
+
+// colsIn lists s's columns that are in want, in s's order.
+func (s *stream) colsIn(want []string) []string {
+	var out []string
+	for _, c := range s.cols {
+		if slices.Contains(want, c) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// keep projects s onto cols (in s's order).
+func (p *planner) keep(s *stream, cols []string) *stream {
+	if len(cols) == 0 {
+		cols = s.cols[:1]
+	}
+	return p.project(s, plan.Keep(cols...))
+}
+
+// applyReady applies the conditions and attaches the relations whose
+// columns s now holds.
+func (l *lowering) applyReady(s *stream) error {
+	p := l.p
+	for changed := true; changed; {
+		changed = false
+		var preds []plan.Expr
+		for i, c := range l.conds {
+			if l.applied[i] {
+				continue
+			}
+			ready := true
+			for r := range p.relsOf(c) {
+				if !s.rels[r] {
+					ready = false
+				}
+			}
+			if ready {
+				l.applied[i] = true
+				preds = append(preds, c)
+			}
+		}
+		if len(preds) > 0 {
+			pred := and(preds)
+			sel := p.selectivity(pred)
+			s.p.Where(pred, sel)
+			s.rows = math.Max(1, s.rows*sel)
+		}
+		for _, r := range l.blk.rels {
+			if r.kind == relInner || l.attached[r] {
+				continue
+			}
+			ready := true
+			for _, k := range r.outerKeys {
+				if !slices.Contains(s.cols, k) {
+					ready = false
+				}
+			}
+			if !ready {
+				continue
+			}
+			l.attached[r] = true
+			sub, err := p.lowerBlock(r.sub)
+			if err != nil {
+				return err
+			}
+			ns := make([]plan.Named, len(r.out))
+			for i, o := range r.sub.outs[:len(r.out)] {
+				ns[i] = plan.As(r.out[i].name, plan.Col(o.name))
+			}
+			sub = p.project(sub, ns)
+			kind := map[relKind]plan.JoinKind{relSemi: plan.JoinSemi, relAnti: plan.JoinAnti, relLeftOuter: plan.JoinLeftOuter}[r.kind]
+			ns2, err := l.join(s, sub, r.outerKeys, r.buildKeys, kind, r.carry)
+			if err != nil {
+				return err
+			}
+			*s = *ns2
+			s.rels[r] = true
+			changed = true
+		}
+	}
+	return nil
+}
+
+// join probes b's hash table with s on keys: b is broadcast when its
+// bytes sent to every other worker cost less than shuffling both sides
+// (B·(W-1) < P, from B·(W-1) < (B+P)·(W-1)/W), else both sides are
+// shuffled on the keys (a side already partitioned on them stays).
+func (l *lowering) join(s, b *stream, pk, bk []string, kind plan.JoinKind, carry []string) (*stream, error) {
+	p := l.p
+	for i := range pk {
+		if p.cols[pk[i]].t != p.cols[bk[i]].t {
+			return nil, p.errAt(l.blk.pos, "join of %s (%s) with %s (%s): keys of a join must have one type",
+				p.sqlName(pk[i]), p.cols[pk[i]].t, p.sqlName(bk[i]), p.cols[bk[i]].t)
+		}
+	}
+	bcols := append(slices.Clone(bk), carry...)
+	var keepB []string
+	for _, c := range b.cols {
+		if slices.Contains(bcols, c) {
+			keepB = append(keepB, c)
+		}
+	}
+	b = p.keep(b, keepB)
+	W := float64(p.workers)
+	bBytes := b.rows * float64(p.rowsWidth(b.cols))
+	pBytes := s.rows * float64(p.rowsWidth(s.cols))
+	broadcast := len(pk) == 0 || bBytes*(W-1) <= pBytes
+	// Distinct keys per build row (repeating keys).
+	d := 1.0
+	for _, k := range bk {
+		d *= p.distinctIn(k, b.rows)
+	}
+	share := math.Min(1, d/b.rows)
+	if share >= 0.999 {
+		share = 0
+	}
+	var build int
+	if broadcast {
+		bc := b.p.Broadcast()
+		build = p.b.From(bc).Named("build broadcast").HashBuildRepeating(share, bk...)
+	} else {
+		if !(b.dist == dPart && slices.Equal(b.keys, bk)) {
+			sh := b.p.Shuffle(bk...)
+			b.p = p.b.From(sh).Named("build shuffled")
+		}
+		build = b.p.HashBuildRepeating(share, bk...)
+		if !(s.dist == dPart && slices.Equal(s.keys, pk)) {
+			kept := l.needed(s, s.rels, true)
+			for _, k := range pk {
+				if !slices.Contains(kept, k) {
+					kept = append(kept, k)
+				}
+			}
+			s = p.keep(s, s.colsIn(kept))
+			if !slices.ContainsFunc(pk, func(k string) bool { return !slices.Contains(s.cols, k) }) {
+				sh := s.p.Shuffle(pk...)
+				s.p = p.b.From(sh).Named("probe shuffled")
+				s.dist, s.keys = dPart, slices.Clone(pk)
+			}
+		}
+	}
+	var sel float64
+	switch kind {
+	case plan.JoinInner, plan.JoinLeftOuter:
+		sel = p.fanout(s.rows, b.rows, pk, bk)
+		if len(pk) == 0 {
+			sel = b.rows
+		}
+		if kind == plan.JoinLeftOuter {
+			sel = math.Max(1, sel)
+		}
+	case plan.JoinSemi, plan.JoinAnti:
+		m := 1.0
+		for i := range pk {
+			m = math.Min(m, p.distinctIn(bk[i], b.rows)/p.distinctIn(pk[i], s.rows))
+		}
+		sel = m
+		if kind == plan.JoinAnti {
+			sel = 1 - m
+		}
+	}
+	sel = math.Max(minSel, sel)
+	out := s.cols
+	if kind == plan.JoinInner || kind == plan.JoinLeftOuter {
+		out = append(slices.Clone(s.cols), carry...)
+	} else {
+		carry = nil
+	}
+	s.p.Join(kind, build, pk, carry, sel, p.rowsWidth(out))
+	s.cols = out
+	s.rows = math.Max(1, s.rows*sel)
+	return s, nil
+}
+
+// aggregate runs the block's aggregation over s: a Partial per worker,
+// an exchange (Gather for few groups, else Shuffle on the keys), a Final,
+// then HAVING and the outputs.
+func (l *lowering) aggregate(s *stream) (*stream, error) {
+	p, blk := l.p, l.blk
+	keyNames := make([]string, len(blk.keys))
+	for i, k := range blk.keys {
+		keyNames[i] = k.Name
+	}
+	aggs := blk.aggs
+	var ns []plan.Named
+	ns = append(ns, blk.keys...)
+	if cd := blk.countDistinct; cd != nil {
+		x := p.addColumn("distinct", cd.arg.t, nil)
+		x.distinct, x.width = p.exprDistinct(cd.arg.e), p.exprWidth(cd.arg)
+		ns = append(ns, plan.As(x.name, cd.arg.e))
+		s = p.project(s, ns)
+		s = p.groupBy(s, append(slices.Clone(keyNames), x.name), nil)
+		s = p.keep(s, s.cols[:len(keyNames)])
+		aggs = []plan.Agg{plan.Count(cd.as)}
+	} else {
+		var args []string
+		for _, a := range aggs {
+			if a.Arg != nil {
+				args = colsOf(a.Arg, args)
+			}
+		}
+		for _, a := range args {
+			if !slices.ContainsFunc(ns, func(n plan.Named) bool { return n.Name == a }) {
+				ns = append(ns, plan.As(a, plan.Col(a)))
+			}
+		}
+		if len(ns) == 0 {
+			ns = plan.Keep(s.cols[0])
+		}
+		s = p.project(s, ns)
+	}
+	s = p.groupBy(s, keyNames, aggs)
+	for _, r := range blk.havingRels {
+		sub, err := p.lowerBlock(r.sub)
+		if err != nil {
+			return nil, err
+		}
+		rn := make([]plan.Named, len(r.out))
+		for i, o := range r.sub.outs[:len(r.out)] {
+			rn[i] = plan.As(r.out[i].name, plan.Col(o.name))
+		}
+		sub = p.project(sub, rn)
+		if s, err = l.join(s, sub, nil, nil, plan.JoinInner, names(r.out)); err != nil {
+			return nil, err
+		}
+	}
+	if len(blk.having) > 0 {
+		var hs []plan.Expr
+		for _, h := range blk.having {
+			hs = append(hs, h.e)
+		}
+		pred := and(hs)
+		sel := p.selectivity(pred)
+		s.p.Where(pred, sel)
+		s.rows = math.Max(1, s.rows*sel)
+	}
+	outs := make([]plan.Named, len(blk.outs))
+	for i, o := range blk.outs {
+		outs[i] = plan.As(o.name, o.e.e)
+	}
+	return p.project(s, outs), nil
+}
+
+// groupBy aggregates s on keys (no aggregates: a count stands in, and is
+// dropped, so the step deduplicates).
+func (p *planner) groupBy(s *stream, keys []string, aggs []plan.Agg) *stream {
+	dropCount := false
+	if len(aggs) == 0 {
+		c := p.addColumn("dup", typ{k: kInt}, nil)
+		aggs = []plan.Agg{plan.Count(c.name)}
+		dropCount = true
+	}
+	g := 1.0
+	for _, k := range keys {
+		g *= p.distinctIn(k, s.rows)
+	}
+	g = math.Max(1, math.Min(g, s.rows))
+	if len(keys) == 0 {
+		g = 1
+	}
+	var out []string
+	out = append(out, keys...)
+	for _, a := range aggs {
+		out = append(out, a.As)
+	}
+	var partialCols []string
+	partialCols = append(partialCols, keys...)
+	for _, a := range aggs {
+		partialCols = append(partialCols, a.PartialColumns()...)
+	}
+	for _, a := range aggs {
+		if a.Fn == plan.AggAvg {
+			for _, n := range a.PartialColumns() {
+				if p.cols[n] == nil {
+					p.cols[n] = &column{name: n, t: typ{k: kFloat}, width: 8}
+				}
+			}
+		}
+	}
+	groups := int64(math.Min(g, 1e15))
+	s.p.Partial(groups, p.rowsWidth(partialCols), keys, aggs...)
+	var ex int
+	if len(keys) == 0 || g <= gatherGroups {
+		ex = s.p.Gather()
+		s.dist, s.keys = dSingle, nil
+	} else {
+		shKeys := keys
+		if s.dist == dPart && !slices.ContainsFunc(s.keys, func(k string) bool { return !slices.Contains(keys, k) }) {
+			shKeys = s.keys
+		}
+		ex = s.p.Shuffle(shKeys...)
+		s.dist, s.keys = dPart, slices.Clone(shKeys)
+	}
+	s.p = p.b.From(ex).Named("aggregate " + strings.Join(keys, ","))
+	s.p.Final(groups, p.rowsWidth(out), keys, aggs...)
+	s.cols = out
+	s.rows = g
+	if dropCount {
+		s = p.keep(s, keys)
+	}
+	return s
+}
+
+// dedup removes duplicate rows of s over cols.
+func (p *planner) dedup(s *stream, cols []string) *stream {
+	return p.groupBy(s, cols, nil)
+}
