@@ -47,6 +47,6 @@ func newBenchCmd(g *globals) *cobra.Command {
 	f.BoolVar(&o.SQPoll, "sqpoll", false, "use a kernel submission-polling thread")
 	f.BoolVar(&o.NoFixed, "no-fixed", false, "no fixed buffers or registered files")
 	_ = io.MarkFlagRequired("data")
-	cmd.AddCommand(io, newBenchTPCHCmd(g), newBenchSimulatorCmd(g))
+	cmd.AddCommand(io, newBenchTPCHCmd(g), newBenchSimulatorCmd(g), newBenchPlansCmd(g))
 	return cmd
 }
