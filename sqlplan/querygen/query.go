@@ -280,29 +280,32 @@ func (q *gen) grouped() selectStmt {
 		n++
 		groups *= q.distinct(v)
 	}
-	var aggs []string
+	var numeric []string
 	for range q.r.IntN(3) + 1 {
-		a, _ := q.aggregate(scope)
-		aggs = append(aggs, a)
+		a, v := q.aggregate(scope)
+		if v.k == kInt || v.k == kDec || v.k == kFloat {
+			numeric = append(numeric, a)
+		}
 		keys = append(keys, s.output(a, alias(n), false))
 		n++
 	}
-	if q.chance(0.15) {
+	if len(numeric) > 0 && q.chance(0.15) {
 		// Arithmetic on aggregates (as Q14's ratio): every group holds a
 		// row, so count(*) is never zero.
-		a, _ := q.aggregate(scope)
-		op := pick(q, []string{"+", "-", "/"})
-		e := aggs[0] + " " + op + " "
-		if op == "/" {
-			e += "count(*)"
-		} else {
-			e += a
+		e := numeric[0]
+		switch op := pick(q, []string{"+", "-", "/"}); op {
+		case "/":
+			e += " / count(*)"
+		default:
+			a, v := q.aggregate(scope)
+			if v.k != kInt && v.k != kDec && v.k != kFloat {
+				a = "count(*)"
+			}
+			e += " " + op + " " + a
 		}
-		if !strings.HasPrefix(aggs[0], "min(") && !strings.HasPrefix(aggs[0], "max(") || op != "/" {
-			keys = append(keys, s.output(e, alias(n), false))
-			n++
-			q.feats.add(FeatAggArith)
-		}
+		keys = append(keys, s.output(e, alias(n), false))
+		n++
+		q.feats.add(FeatAggArith)
 	}
 	if q.chance(0.3) {
 		s.having = q.having(scope)
