@@ -43,8 +43,14 @@ type DifferentialOptions struct {
 	Seed    uint64
 	// Timeout bounds each query in each engine (0: one minute).
 	Timeout time.Duration
-	// Progress receives one line per query (nil: none).
+	// Progress receives one line per query (nil: none); with Verbose,
+	// also each query's text before it runs (what a crash of the process
+	// leaves to reproduce it with).
 	Progress io.Writer
+	Verbose  bool
+	// Skip names seeds not to run (queries known to crash the process:
+	// a panic in an engine worker cannot be recovered).
+	Skip map[uint64]bool
 }
 
 // Mismatch is one query on which the SQL path and DuckDB disagree.
@@ -63,7 +69,9 @@ type Mismatch struct {
 
 // DifferentialReport summarises a Differential run.
 type DifferentialReport struct {
+	// Queries counts the queries run; Skipped those not run (Skip).
 	Queries    int            `json:"queries"`
+	Skipped    int            `json:"skipped,omitempty"`
 	Matched    int            `json:"matched"`
 	ByClass    map[string]int `json:"mismatches_by_class"`
 	Mismatches []Mismatch     `json:"mismatches"`
@@ -192,6 +200,13 @@ func Differential(ctx context.Context, ds *dataset.Dataset, db *DB, g *querygen.
 			return rep, err
 		}
 		q := g.Query(opts.Seed + uint64(i))
+		if opts.Skip[q.Seed] {
+			rep.Skipped++
+			continue
+		}
+		if opts.Verbose && opts.Progress != nil {
+			fmt.Fprintf(opts.Progress, "-- seed %d\n%s;\n", q.Seed, q.SQL)
+		}
 		run := []engine.QueryOptions{
 			{Policy: "overlap", Devices: 2, Set: "chunk=256KiB"},
 			{Policy: "serial", Devices: 3},
@@ -209,6 +224,9 @@ func Differential(ctx context.Context, ds *dataset.Dataset, db *DB, g *querygen.
 			rep.ByClass[m.Class]++
 			rep.Mismatches = append(rep.Mismatches, *m)
 			status = m.Class
+			if opts.Verbose && opts.Progress != nil {
+				fmt.Fprintf(opts.Progress, "-- %s: %s\n", m.Class, strings.ReplaceAll(m.Detail, "\n", "\n-- "))
+			}
 		}
 		if opts.Progress != nil {
 			fmt.Fprintf(opts.Progress, "[%d/%d] seed %d: %s (%s)\n", i+1, opts.Queries, q.Seed, status, time.Since(start).Round(time.Millisecond))
@@ -281,7 +299,11 @@ func sortRows(t *verify.Table) {
 // seed, class, sizes, SQL and detail.
 func (r *DifferentialReport) Summary(w io.Writer) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "queries %d, matched %d, mismatched %d in %.1f s\n", r.Queries, r.Matched, r.Queries-r.Matched, r.Seconds)
+	fmt.Fprintf(&b, "queries %d, matched %d, mismatched %d in %.1f s", r.Queries, r.Matched, r.Queries-r.Matched, r.Seconds)
+	if r.Skipped > 0 {
+		fmt.Fprintf(&b, " (%d skipped)", r.Skipped)
+	}
+	b.WriteString("\n")
 	classes := make([]string, 0, len(r.ByClass))
 	for c := range r.ByClass {
 		classes = append(classes, c)

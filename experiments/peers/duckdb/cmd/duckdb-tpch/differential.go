@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"time"
 
 	"gostachio/dataset"
@@ -29,6 +31,8 @@ func runDifferential(ctx context.Context, args []string, stdout, stderr io.Write
 	seed := fs.Uint64("seed", 1, "seed of the first query (query i uses seed+i)")
 	timeout := fs.Duration("timeout", time.Minute, "limit per query and engine")
 	asJSON := fs.Bool("json", false, "print the report as JSON")
+	verbose := fs.Bool("verbose", false, "print each query's SQL to stderr before running it")
+	skipList := fs.String("skip", "", "comma-separated seeds not to run (queries that crash the process)")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -37,6 +41,17 @@ func runDifferential(ctx context.Context, args []string, stdout, stderr io.Write
 	}
 	if *queries < 1 {
 		return fmt.Errorf("differential: --queries %d: must be at least 1", *queries)
+	}
+	skip := map[uint64]bool{}
+	for _, f := range strings.Split(*skipList, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(f, 10, 64)
+		if err != nil {
+			return fmt.Errorf("differential: --skip %q: %w", f, err)
+		}
+		skip[n] = true
 	}
 	switch {
 	case *sf > 0 && (*data != "" || *pqDir != ""):
@@ -80,7 +95,7 @@ func runDifferential(ctx context.Context, args []string, stdout, stderr io.Write
 		return err
 	}
 	rep, err := peer.Differential(ctx, ds, db, g, stats, peer.DifferentialOptions{
-		Queries: *queries, Seed: *seed, Timeout: *timeout, Progress: stderr})
+		Queries: *queries, Seed: *seed, Timeout: *timeout, Progress: stderr, Verbose: *verbose, Skip: skip})
 	if err != nil {
 		return err
 	}
