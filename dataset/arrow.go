@@ -90,29 +90,22 @@ func (ds *Dataset) Arrow(table string, i int, cols []string, mem memory.Allocato
 	return ToArrow(b, mem), nil
 }
 
-// decimalCents converts an unscaled decimal of the given scale to cents
-// (scale 2), exactly: a scale above 2 must not drop non-zero digits.
-func decimalCents(unscaled int64, scale int32) (int64, error) {
-	switch {
-	case scale == 2:
-		return unscaled, nil
-	case scale < 2:
-		x := unscaled
-		for s := scale; s < 2; s++ {
-			if x > (1<<63-1)/10 || x < -(1<<63-1)/10 {
-				return 0, fmt.Errorf("decimal %d (scale %d) overflows int64 cents", unscaled, scale)
-			}
-			x *= 10
+// rescaleDecimal converts an unscaled decimal of the given scale to one of
+// scale to, exactly: more digits are added as zeros (refused where the
+// int64 would overflow), fewer are dropped only when they are zeros.
+func rescaleDecimal(unscaled int64, scale, to int32) (int64, error) {
+	x := unscaled
+	for s := scale; s < to; s++ {
+		if x > (1<<63-1)/10 || x < -(1<<63-1)/10 {
+			return 0, fmt.Errorf("decimal %d (scale %d) overflows int64 at scale %d", unscaled, scale, to)
 		}
-		return x, nil
-	default:
-		x := unscaled
-		for s := scale; s > 2; s-- {
-			if x%10 != 0 {
-				return 0, fmt.Errorf("decimal %d (scale %d) has more than 2 fractional digits", unscaled, scale)
-			}
-			x /= 10
-		}
-		return x, nil
+		x *= 10
 	}
+	for s := scale; s > to; s-- {
+		if x%10 != 0 {
+			return 0, fmt.Errorf("decimal %d (scale %d) has more than %d fractional digits", unscaled, scale, to)
+		}
+		x /= 10
+	}
+	return x, nil
 }

@@ -12,9 +12,12 @@
 //	<stripe k>/<table>.arrow  chunks k, k+S, ...
 //
 // Physical types follow tpch/schema: identifiers int64, integers int32,
-// decimals int64 cents (Arrow Int64 + field metadata
-// gostachio.logical_type=decimal(15,2)), dates Arrow Date32 (days since
-// 1970-01-01), text Arrow Utf8. No nulls.
+// decimals int64 scaled by 10^scale (Arrow Int64 + field metadata
+// gostachio.logical_type=decimal(15,2); the manifest column records the
+// precision and scale: 15, 2, cents, for TPC-H), dates Arrow Date32 (days
+// since 1970-01-01), text Arrow Utf8. No nulls. Each manifest column also
+// records its estimated distinct values ("distinct", a HyperLogLog sketch
+// of every row written; absent in manifests written before).
 //
 // A manifest (abridged; offsets are absolute file offsets, lengths exclude
 // padding, buffers in Arrow order: validity (always empty), values or
@@ -27,7 +30,7 @@
 //	 "stripes": [".", "/nvme1/sf1.stripe1"],
 //	 "tables": [{
 //	  "name": "nation",
-//	  "columns": [{"name": "n_nationkey", "type": "int64"}, {"name": "n_name", "type": "utf8"}, ...],
+//	  "columns": [{"name": "n_nationkey", "type": "int64", "distinct": 25}, {"name": "n_name", "type": "utf8", "distinct": 25}, ...],
 //	  "rows": 25,
 //	  "files": [{"path": "nation.arrow", "stripe": 0, "size": 29018}],
 //	  "chunks": [{

@@ -229,7 +229,7 @@ func parquetSchema(t *schema.Table, md arrow.Metadata) *arrow.Schema {
 	for i, c := range t.Columns {
 		fields[i].Metadata = arrow.Metadata{}
 		if c.Type == schema.Decimal {
-			fields[i].Type = &arrow.Decimal128Type{Precision: schema.DecimalPrecision, Scale: 2}
+			fields[i].Type = &arrow.Decimal128Type{Precision: int32(c.Precision), Scale: int32(c.Scale)}
 		}
 	}
 	return arrow.NewSchema(fields, &md)
@@ -318,4 +318,4 @@ func parquetRecord(b *schema.Batch, sch *arrow.Schema, mem memory.Allocator) arr
 	return out
 }
 
-var errNull = errors.New("null value (TPC-H columns are NOT NULL)")
+var errNull = errors.New("null value (stored columns are NOT NULL)")

@@ -11,7 +11,7 @@ import (
 // allTypes is a non-TPC-H table with every column type, to show the
 // package is generic over schema.Table.
 var allTypes = schema.Table{Name: "alltypes", Columns: []schema.Column{
-	{Name: "k", Type: schema.Int64}, {Name: "price", Type: schema.Decimal},
+	{Name: "k", Type: schema.Int64}, {Name: "price", Type: schema.Decimal, Precision: 15, Scale: 2},
 	{Name: "n", Type: schema.Int32}, {Name: "day", Type: schema.Date},
 	{Name: "s", Type: schema.String}, {Name: "empty", Type: schema.String},
 }}

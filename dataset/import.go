@@ -19,8 +19,12 @@ type ImportOptions struct {
 	// Stripes spread chunks over more folders (see CreateOptions.Stripes).
 	Stripes []string
 	// Tables are the tables to import, each from <src>/<name>.<ext>. Nil
-	// means every TPC-H table whose file exists in src (at least one must).
+	// means every TPC-H table whose file exists in src (at least one must);
+	// ImportParquet: every .parquet file (see Names).
 	Tables []*schema.Table
+	// Names adds tables to import by name (ImportParquet only: a name
+	// that is not a TPC-H table takes the schema of its file).
+	Names []string
 	// ScaleFactor recorded in the manifest; 0 takes it from the Parquet
 	// metadata Export wrote, if any.
 	ScaleFactor float64

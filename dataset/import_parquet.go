@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,15 +21,26 @@ import (
 )
 
 // ImportParquet builds a dataset at dst from <src>/<table>.parquet files
-// (as Export or DuckDB write them), in chunks of opts.ChunkRows rows.
-// Columns are matched by name, case-insensitively; extra columns are
-// ignored. Accepted Arrow types per column type: identifiers int64 or
-// int32; integers int32 or int64 in range; decimals decimal128 of any
-// scale convertible exactly to cents, or int64 marked as our decimal;
-// dates date32 or date64 (whole days); text utf8, large_utf8 or binary.
-// Nulls are errors. Errors name the file and row.
+// (as Export, DuckDB or any Arrow writer write them), in chunks of
+// opts.ChunkRows rows: the tables opts.Names (or opts.Tables) names, else
+// every .parquet file of src.
+//
+// A file named after a TPC-H table is imported with the TPC-H schema, so
+// that imported and generated TPC-H data are identical: its columns are
+// matched by name, case-insensitively, extra columns ignored, and the
+// accepted Arrow types per column type are: identifiers int64 or int32;
+// integers int32 or int64 in range; decimals decimal128 of any scale
+// convertible exactly to cents, or int64 marked as our decimal; dates
+// date32 or date64 (whole days); text utf8, large_utf8 or binary.
+//
+// Any other file keeps its own schema, every column in file order
+// (parquetTable): int8, int16, uint8, uint16 and int32 become int32;
+// uint32 and int64 int64; decimal128(p, s) a decimal of scale s; date32
+// and date64 a date; utf8 and large_utf8 text. Other types are refused
+// naming the file, the column and the type. Nulls are errors naming the
+// column and row, as are values that do not fit.
 func ImportParquet(src, dst string, opts ImportOptions, stderr io.Writer) error {
-	tables, paths, err := importSources(src, "parquet", opts)
+	tables, paths, err := parquetSources(src, opts)
 	if err != nil {
 		return err
 	}
@@ -61,9 +73,12 @@ func loadParquet(t *schema.Table, path string, c *chunker) (float64, error) {
 	for i, col := range t.Columns {
 		idx[i] = -1
 		for j, f := range sch.Fields() {
-			if strings.EqualFold(f.Name, col.Name) {
+			if f.Name == col.Name {
 				idx[i] = j
 				break
+			}
+			if idx[i] < 0 && strings.EqualFold(f.Name, col.Name) {
+				idx[i] = j
 			}
 		}
 		if idx[i] < 0 {
@@ -120,9 +135,9 @@ func fromArrow(rec arrow.RecordBatch, t *schema.Table, firstRow int64) (*schema.
 			case *array.Int64:
 				v.I64 = append([]int64(nil), a.Int64Values()...)
 			case *array.Int32:
-				for _, x := range a.Int32Values() {
-					v.I64 = append(v.I64, int64(x))
-				}
+				v.I64 = widen[int32, int64](a.Int32Values())
+			case *array.Uint32:
+				v.I64 = widen[uint32, int64](a.Uint32Values())
 			default:
 				return nil, unsupported
 			}
@@ -130,6 +145,14 @@ func fromArrow(rec arrow.RecordBatch, t *schema.Table, firstRow int64) (*schema.
 			switch a := a.(type) {
 			case *array.Int32:
 				v.I32 = append([]int32(nil), a.Int32Values()...)
+			case *array.Int16:
+				v.I32 = widen[int16, int32](a.Int16Values())
+			case *array.Int8:
+				v.I32 = widen[int8, int32](a.Int8Values())
+			case *array.Uint16:
+				v.I32 = widen[uint16, int32](a.Uint16Values())
+			case *array.Uint8:
+				v.I32 = widen[uint8, int32](a.Uint8Values())
 			case *array.Int64:
 				for i, x := range a.Int64Values() {
 					if x != int64(int32(x)) {
@@ -150,7 +173,7 @@ func fromArrow(rec arrow.RecordBatch, t *schema.Table, firstRow int64) (*schema.
 					if !d.FitsInPrecision(18) {
 						return nil, bad(i, "decimal %s exceeds int64", d.ToString(scale))
 					}
-					c, err := decimalCents(int64(d.LowBits()), scale)
+					c, err := rescaleDecimal(int64(d.LowBits()), scale, int32(col.Scale))
 					if err != nil {
 						return nil, bad(i, "%v", err)
 					}
@@ -205,4 +228,124 @@ func fromArrow(rec arrow.RecordBatch, t *schema.Table, firstRow int64) (*schema.
 		}
 	}
 	return b, nil
+}
+
+// widen converts integers to a wider type that holds every value.
+func widen[From, To int8 | int16 | int32 | int64 | uint8 | uint16 | uint32](xs []From) []To {
+	out := make([]To, len(xs))
+	for i, x := range xs {
+		out[i] = To(x)
+	}
+	return out
+}
+
+// parquetSources resolves which tables ImportParquet imports from src:
+// opts.Names, or the names of opts.Tables, each from <src>/<name>.parquet
+// (which must exist), or by default every regular .parquet file of src in
+// name order (at least one). A TPC-H name takes the TPC-H schema; any
+// other name the schema of its file (parquetTable).
+func parquetSources(src string, opts ImportOptions) ([]*schema.Table, []string, error) {
+	st, err := os.Stat(src)
+	if err != nil {
+		return nil, nil, fmt.Errorf("dataset: import from %s: %w", src, err)
+	}
+	if !st.IsDir() {
+		return nil, nil, fmt.Errorf("dataset: import from %s: not a folder", src)
+	}
+	names := opts.Names
+	for _, t := range opts.Tables {
+		names = append(names, t.Name)
+	}
+	if len(names) == 0 {
+		ents, err := os.ReadDir(src)
+		if err != nil {
+			return nil, nil, fmt.Errorf("dataset: import from %s: %w", src, err)
+		}
+		for _, e := range ents {
+			if name, ok := strings.CutSuffix(e.Name(), ".parquet"); ok && e.Type().IsRegular() && name != "" {
+				names = append(names, name)
+			}
+		}
+		if len(names) == 0 {
+			return nil, nil, fmt.Errorf("dataset: import from %s: no <table>.parquet file", src)
+		}
+	}
+	var tables []*schema.Table
+	var paths []string
+	seen := map[string]bool{}
+	for _, name := range names {
+		if !validName(name) || seen[name] {
+			return nil, nil, fmt.Errorf("dataset: import from %s: invalid or repeated table name %q", src, name)
+		}
+		seen[name] = true
+		p := filepath.Join(src, name+".parquet")
+		if _, err := os.Stat(p); err != nil {
+			return nil, nil, fmt.Errorf("dataset: import table %s: %w", name, err)
+		}
+		t, err := schema.Lookup(name)
+		if err != nil {
+			if t, err = parquetTable(name, p); err != nil {
+				return nil, nil, err
+			}
+		}
+		tables = append(tables, t)
+		paths = append(paths, p)
+	}
+	return tables, paths, nil
+}
+
+// parquetTable is the table a Parquet file holds under its own schema:
+// every top-level column in file order, typed as ImportParquet says. It
+// fails on a column of a type the dataset cannot store, naming the file,
+// the column and the type.
+func parquetTable(name, path string) (*schema.Table, error) {
+	pf, err := file.OpenParquetFile(path, false)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: open %s: %w", path, err)
+	}
+	defer pf.Close()
+	fr, err := pqarrow.NewFileReader(pf, pqarrow.ArrowReadProperties{}, memory.DefaultAllocator)
+	if err != nil {
+		return nil, fmt.Errorf("dataset: read %s: %w", path, err)
+	}
+	sch, err := fr.Schema()
+	if err != nil {
+		return nil, fmt.Errorf("dataset: read %s schema: %w", path, err)
+	}
+	t := &schema.Table{Name: name}
+	seen := map[string]bool{}
+	for _, f := range sch.Fields() {
+		if f.Name == "" || seen[f.Name] {
+			return nil, fmt.Errorf("dataset: %s: empty or repeated column name %q", path, f.Name)
+		}
+		seen[f.Name] = true
+		c := schema.Column{Name: f.Name}
+		switch dt := f.Type.(type) {
+		case *arrow.Int8Type, *arrow.Int16Type, *arrow.Uint8Type, *arrow.Uint16Type, *arrow.Int32Type:
+			c.Type = schema.Int32
+		case *arrow.Uint32Type, *arrow.Int64Type:
+			c.Type = schema.Int64
+		case *arrow.Decimal128Type:
+			if dt.Scale < 0 || dt.Scale > schema.MaxDecimalPrecision {
+				return nil, fmt.Errorf("dataset: %s column %s: %s: scale outside 0..%d", path, f.Name, dt, schema.MaxDecimalPrecision)
+			}
+			// Wider decimals are kept while their values fit an int64
+			// (checked row by row on import).
+			c.Type, c.Precision, c.Scale = schema.Decimal, min(int(dt.Precision), schema.MaxDecimalPrecision), int(dt.Scale)
+			c.Precision = max(c.Precision, c.Scale)
+		case *arrow.Date32Type, *arrow.Date64Type:
+			c.Type = schema.Date
+		case *arrow.StringType, *arrow.LargeStringType:
+			c.Type = schema.String
+		case *arrow.Float32Type, *arrow.Float64Type:
+			return nil, fmt.Errorf("dataset: %s column %s: %s is not importable: the dataset format stores no floating-point type (cast it to a decimal)", path, f.Name, f.Type)
+		default:
+			return nil, fmt.Errorf("dataset: %s column %s: type %s is not importable (want an integer, decimal128, date32/date64 or utf8 column)", path, f.Name, f.Type)
+		}
+		t.Columns = append(t.Columns, c)
+	}
+	if len(t.Columns) == 0 {
+		return nil, fmt.Errorf("dataset: %s has no columns", path)
+	}
+	return t, nil
 }

@@ -40,6 +40,11 @@ type InspectColumn struct {
 	PaddedBytes int64  `json:"padded_bytes"`
 	Min         *Value `json:"min,omitempty"`
 	Max         *Value `json:"max,omitempty"`
+	// Distinct is the manifest's estimate of the column's distinct values
+	// (ColumnMeta.Distinct; 0: unknown).
+	Distinct int64 `json:"distinct,omitempty"`
+	// AvgLen is the mean length in bytes of a text value (0 otherwise).
+	AvgLen float64 `json:"avg_len,omitempty"`
 }
 
 // Report summarizes ds.
@@ -53,8 +58,9 @@ func (ds *Dataset) Report() *InspectReport {
 		for _, f := range tm.Files {
 			it.FileBytes += f.Size
 		}
+		stats := columnStatsOf(tm)
 		for k, c := range tm.Schema.Columns {
-			ic := InspectColumn{Name: c.Name, Type: c.Type.String()}
+			ic := InspectColumn{Name: c.Name, Type: c.Type.String(), Distinct: tm.Columns[k].Distinct, AvgLen: stats[k].AvgLen}
 			for ci := range tm.Chunks {
 				cc := &tm.Chunks[ci].Columns[k]
 				for _, b := range cc.Buffers {
@@ -89,7 +95,8 @@ func valueLess(a, b Value) bool {
 
 // Inspect opens the dataset in dir and writes its summary to w: format
 // version, scale factor, generator, stripes, and per table rows, chunks,
-// file bytes and per-column bytes and min/max; as indented JSON
+// file bytes and per column its type, bytes, estimated distinct values,
+// mean text length and min/max; as indented JSON
 // (InspectReport) when jsonOut.
 func Inspect(dir string, jsonOut bool, w io.Writer) error {
 	ds, err := Open(dir)
@@ -116,13 +123,20 @@ func Inspect(dir string, jsonOut bool, w io.Writer) error {
 		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\n", t.Name, t.Rows, t.Chunks, t.Files, t.FileBytes)
 	}
 	for _, t := range r.Tables {
-		fmt.Fprintf(tw, "\n%s\ttype\tbytes\tpadded\tmin\tmax\n", t.Name)
+		fmt.Fprintf(tw, "\n%s\ttype\tbytes\tpadded\tdistinct\tavg len\tmin\tmax\n", t.Name)
 		for _, c := range t.Columns {
 			lo, hi := "-", "-"
 			if c.Min != nil {
 				lo, hi = statString(*c.Min), statString(*c.Max)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\n", c.Name, c.Type, c.Bytes, c.PaddedBytes, lo, hi)
+			distinct, avg := "-", "-"
+			if c.Distinct > 0 {
+				distinct = fmt.Sprint(c.Distinct)
+			}
+			if c.AvgLen > 0 {
+				avg = fmt.Sprintf("%.1f", c.AvgLen)
+			}
+			fmt.Fprintf(tw, "  %s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\n", c.Name, c.Type, c.Bytes, c.PaddedBytes, distinct, avg, lo, hi)
 		}
 	}
 	return tw.Flush()

@@ -345,14 +345,14 @@ func tableSchema(tm *TableMeta) (*schema.Table, error) {
 			return nil, fmt.Errorf("empty or duplicate column name %q", c.Name)
 		}
 		seen[c.Name] = true
-		wantP, wantS := 0, 0
 		if typ == schema.Decimal {
-			wantP, wantS = schema.DecimalPrecision, 2
+			if c.Precision < 1 || c.Precision > schema.MaxDecimalPrecision || c.Scale < 0 || c.Scale > c.Precision {
+				return nil, fmt.Errorf("column %q of type %s has precision/scale %d/%d, want 0 <= scale <= precision <= %d", c.Name, c.Type, c.Precision, c.Scale, schema.MaxDecimalPrecision)
+			}
+		} else if c.Precision != 0 || c.Scale != 0 {
+			return nil, fmt.Errorf("column %q of type %s has precision/scale %d/%d, want 0/0", c.Name, c.Type, c.Precision, c.Scale)
 		}
-		if c.Precision != wantP || c.Scale != wantS {
-			return nil, fmt.Errorf("column %q of type %s has precision/scale %d/%d, want %d/%d", c.Name, c.Type, c.Precision, c.Scale, wantP, wantS)
-		}
-		t.Columns = append(t.Columns, schema.Column{Name: c.Name, Type: typ})
+		t.Columns = append(t.Columns, schema.Column{Name: c.Name, Type: typ, Precision: c.Precision, Scale: c.Scale})
 	}
 	canon, err := schema.Lookup(tm.Name)
 	if err != nil {
@@ -362,7 +362,7 @@ func tableSchema(tm *TableMeta) (*schema.Table, error) {
 		return nil, fmt.Errorf("%d columns, TPC-H %s has %d", len(t.Columns), canon.Name, len(canon.Columns))
 	}
 	for i, c := range canon.Columns {
-		if t.Columns[i].Name != c.Name || t.Columns[i].Type != c.Type {
+		if t.Columns[i].Name != c.Name || t.Columns[i].Type != c.Type || t.Columns[i].Scale != c.Scale || t.Columns[i].Precision != c.Precision {
 			return nil, fmt.Errorf("column %d is %s %v, TPC-H says %s %v", i, t.Columns[i].Name, t.Columns[i].Type, c.Name, c.Type)
 		}
 	}

@@ -95,7 +95,7 @@ func TestOpenBadInput(t *testing.T) {
 			editManifest(t, dir, func(m map[string]any) { column(m, "alltypes", 0)["type"] = "float64" })
 		}, ErrCorrupt, "float64"},
 		{"decimal scale", func(t *testing.T, dir string) {
-			editManifest(t, dir, func(m map[string]any) { column(m, "alltypes", 1)["scale"] = 3 })
+			editManifest(t, dir, func(m map[string]any) { column(m, "alltypes", 1)["scale"] = 16 })
 		}, ErrCorrupt, "precision/scale"},
 		{"unknown checksum", func(t *testing.T, dir string) {
 			editManifest(t, dir, func(m map[string]any) { m["checksums"] = "md5" })

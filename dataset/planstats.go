@@ -10,6 +10,8 @@ import (
 // buffers occupy (what an O_DIRECT read of the column moves, padding
 // included) and, for integer-coded columns, min/max for pruning; a chunk
 // of a partitioned table is placed on its partition (ChunkStats.Placed).
+// Each table's Schema holds its columns' types and table-wide statistics
+// (see columnStatsOf).
 func (ds *Dataset) PlanStats() []plan.TableStats {
 	var out []plan.TableStats
 	for _, name := range ds.Tables() {
@@ -48,7 +50,58 @@ func (ds *Dataset) PlanStats() []plan.TableStats {
 			}
 			ts.Chunks = append(ts.Chunks, cs)
 		}
+		ts.Schema = columnStatsOf(tm)
 		out = append(out, ts)
+	}
+	return out
+}
+
+// planTypes maps stored column types onto the types a plan binds.
+var planTypes = map[schema.Type]plan.ColumnType{
+	schema.Int64: plan.TypeInt64, schema.Int32: plan.TypeInt32, schema.Decimal: plan.TypeDecimal,
+	schema.Date: plan.TypeDate, schema.String: plan.TypeString,
+}
+
+// columnStatsOf is the table-wide statistics of tm's columns: the type
+// (and decimal scale) from the schema, Distinct from the manifest (0 where
+// it was written before distinct counts), Range the min and max over all
+// chunks of an integer-coded column (invalid for an empty table), and for
+// text AvgLen = Σ data-buffer bytes / rows, the mean value length in
+// bytes (a text column's buffers are validity, offsets, data).
+func columnStatsOf(tm *TableMeta) []plan.ColumnStats {
+	out := make([]plan.ColumnStats, len(tm.Columns))
+	for ci, cm := range tm.Columns {
+		cs := &out[ci]
+		var t schema.Type
+		if tm.Schema != nil {
+			t = tm.Schema.Columns[ci].Type
+		}
+		cs.Type = planTypes[t]
+		if t == schema.Decimal {
+			cs.Scale = cm.Scale
+		}
+		cs.Distinct = cm.Distinct
+		var textBytes int64
+		for _, ch := range tm.Chunks {
+			if ch.Rows == 0 {
+				continue
+			}
+			col := &ch.Columns[ci]
+			switch {
+			case t == schema.String:
+				if len(col.Buffers) == 3 {
+					textBytes += col.Buffers[2].Len
+				}
+			case cs.Type.IntegerCoded() && !col.Min.IsStr:
+				if !cs.Range.Valid {
+					cs.Range = plan.MinMax{Valid: true, Min: col.Min.Int, Max: col.Max.Int}
+				}
+				cs.Range.Min, cs.Range.Max = min(cs.Range.Min, col.Min.Int), max(cs.Range.Max, col.Max.Int)
+			}
+		}
+		if t == schema.String && tm.Rows > 0 {
+			cs.AvgLen = float64(textBytes) / float64(tm.Rows)
+		}
 	}
 	return out
 }

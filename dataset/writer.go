@@ -174,10 +174,13 @@ type TableWriter struct {
 	mu sync.Mutex
 	// files are per stripe (nil until the stripe gets a chunk), or for a
 	// partitioned table per partition (all created at the start).
-	files  []*tableFile
-	meta   TableMeta
-	err    error // sticky: a failed write leaves the file unusable
-	closed bool
+	files []*tableFile
+	meta  TableMeta
+	// sketches[c] holds every value of column c appended so far; finish
+	// records their estimates as ColumnMeta.Distinct.
+	sketches []Sketch
+	err      error // sticky: a failed write leaves the file unusable
+	closed   bool
 }
 
 type tableFile struct {
@@ -261,7 +264,8 @@ func (w *Writer) table(t *schema.Table, key string) (*TableWriter, error) {
 		}
 	}
 	tw := &TableWriter{w: w, table: t, files: make([]*tableFile, len(w.stripes)),
-		meta: TableMeta{Name: t.Name, Columns: columnsMeta(t), Files: []FileMeta{}, Chunks: []ChunkMeta{}}}
+		sketches: make([]Sketch, len(t.Columns)),
+		meta:     TableMeta{Name: t.Name, Columns: columnsMeta(t), Files: []FileMeta{}, Chunks: []ChunkMeta{}}}
 	if key != "" {
 		tw.parts = w.parts
 		tw.files = make([]*tableFile, w.parts)
@@ -370,6 +374,17 @@ func (tw *TableWriter) appendLocked(slot, part int, b *schema.Batch) error {
 		tw.err = err
 		return err
 	}
+	// The sketches are updated while the batch is encoded and written:
+	// the two touch b read-only, and hashing every value is as much work
+	// as the write itself, which would otherwise lengthen the one
+	// goroutine that appends a table's chunks.
+	var sketching sync.WaitGroup
+	sketching.Go(func() {
+		for i, c := range tw.table.Columns {
+			sketchColumn(&tw.sketches[i], c.Type, &b.Cols[i], b.Rows)
+		}
+	})
+	defer sketching.Wait()
 	lay, err := tf.fw.WriteBatch(b)
 	if err != nil {
 		tw.err = fmt.Errorf("dataset: write chunk %d of %s to %s: %w", ci, tw.table.Name, tf.f.Name(), err)
@@ -397,7 +412,7 @@ func sameColumns(want, got *schema.Table) error {
 		return fmt.Errorf("dataset: %s batch has %d columns, table %s has %d", got.Name, len(got.Columns), want.Name, len(want.Columns))
 	}
 	for i, c := range want.Columns {
-		if g := got.Columns[i]; g.Name != c.Name || g.Type != c.Type {
+		if g := got.Columns[i]; g.Name != c.Name || g.Type != c.Type || g.Scale != c.Scale {
 			return fmt.Errorf("dataset: %s column %d is %s %v, want %s %v", want.Name, i, g.Name, g.Type, c.Name, c.Type)
 		}
 	}
@@ -430,6 +445,9 @@ func (tw *TableWriter) finish() error {
 		tw.meta.Files[tf.idx].Size = size
 	}
 	tw.files = nil
+	for i := range tw.sketches {
+		tw.meta.Columns[i].Distinct = tw.sketches[i].Estimate()
+	}
 	if tw.parts > 0 {
 		// Each partition has its own file, so ordering by partition keeps
 		// every file's batches in order (as Open checks).

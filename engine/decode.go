@@ -110,7 +110,7 @@ func decodeUnit(verify *dataset.Dataset, tm *dataset.TableMeta, first, n int, co
 				}
 				v.Type, v.I64 = cpu.TInt64, viewOrCopy[int64](src, r, zeroCopy)
 				if typ == schema.Decimal {
-					v.Type, v.Scale = cpu.TDecimal, 2
+					v.Type, v.Scale = cpu.TDecimal, int8(tm.Columns[ci].Scale)
 				}
 			case schema.Int32, schema.Date:
 				src, err := find(reads, bufs[1], 4*r)

@@ -523,7 +523,11 @@ func newExecutor(ctx context.Context, s *Spec, log io.Writer) (*executor, error)
 		ex.ds, ex.tables, ex.dsSF = ds, ds.PlanStats(), ds.Manifest.ScaleFactor
 		if !(ex.dsSF > 0) {
 			if ex.dsSF, err = queries.ScaleFactor(ex.tables); err != nil {
-				return nil, fmt.Errorf("experiments: %s: %w", s.Dataset, err)
+				if len(s.SQL) < len(s.Queries) {
+					return nil, fmt.Errorf("experiments: %s: %w", s.Dataset, err)
+				}
+				// SQL plans take their estimates from the statistics.
+				ex.dsSF = 1
 			}
 		}
 	}
@@ -588,15 +592,19 @@ func (ex *executor) run(ctx context.Context, r Run) (Result, error) {
 				return res, err
 			}
 		}
-		p, err := queries.Build(r.Query, sf, tables)
+		prof, _, err := ex.s.ResolvedProfile(r.ProfileSet)
+		if err != nil {
+			return res, err
+		}
+		cat, err := ex.s.Catalog(r.Nodes * max(prof.Node.GPUs, 1))
+		if err != nil {
+			return res, err
+		}
+		p, err := cat.Plan(r.Query, sf, tables)
 		if err != nil {
 			return res, err
 		}
 		pol, err := scheduler.NewPolicy(r.Policy, r.Set)
-		if err != nil {
-			return res, err
-		}
-		prof, _, err := ex.s.ResolvedProfile(r.ProfileSet)
 		if err != nil {
 			return res, err
 		}
@@ -614,7 +622,12 @@ func (ex *executor) run(ctx context.Context, r Run) (Result, error) {
 		o.Policy, o.Set = r.Policy, r.Set
 		rec := &traces.Recorder{Run: r.Key}
 		o.Trace = rec
-		p, err := engine.BuildQuery(ex.ds, queries.Catalog(), r.Query)
+		// Sized for the devices engine.Query gives a run without Devices.
+		cat, err := ex.s.Catalog(runtime.GOMAXPROCS(0))
+		if err != nil {
+			return res, err
+		}
+		p, err := engine.BuildQuery(ex.ds, cat, r.Query)
 		if err != nil {
 			return res, err
 		}

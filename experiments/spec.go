@@ -15,6 +15,7 @@ import (
 
 	"gostachio/scheduler"
 	"gostachio/sim"
+	"gostachio/sqlplan"
 	"gostachio/tpch/queries"
 )
 
@@ -46,8 +47,12 @@ type Spec struct {
 	ProfileSet []Axis
 	// Nodes are the cluster sizes (several values form the axis "nodes").
 	Nodes []int
-	// Queries are TPC-H query names.
+	// Queries are the names of the queries run, in file order: TPC-H
+	// query names and the names of the SQL queries in SQL.
 	Queries []string
+	// SQL are the queries given as SQL text (an entry {name, sql} or
+	// {name, sql_file}), in file order; their names are among Queries.
+	SQL []sqlplan.Query
 	// Policies are the alternatives compared, in file order.
 	Policies []PolicySpec
 	// Sweep are the knob axes of the sweep, in file order ("nodes" and
@@ -283,7 +288,10 @@ func (p specParser) pairs(n *yaml.Node, what string) ([][2]*yaml.Node, error) {
 //	dataset: out/data/sf0.01     # instead of sf (required for engine)
 //	profile: dgx-a100            # default dgx-a100 (sim), devbox (engine)
 //	nodes: [1, 2, 4]             # default 1; a list makes the axis "nodes"
-//	queries: all                 # or a list: [q1, q6]
+//	queries: all                 # or a list: [q1, q6], whose entries may
+//	                             # also be SQL queries (docs/sql.md):
+//	                             # {name: big, sql: "select ..."} or
+//	                             # {name: big, sql_file: big.sql}
 //	policies:                    # the alternatives, each a label...
 //	  - serial                   # ...a bare policy name, or
 //	  - name: no-dynbuf          # a label, a registered policy and knobs
@@ -299,7 +307,10 @@ func (p specParser) pairs(n *yaml.Node, what string) ([][2]*yaml.Node, error) {
 //	profile_set:                 # profile parameter axes (sim): a field's
 //	  nvme.bandwidth: [7GB/s, 14GB/s]  # path of keys, values in its units
 //
-// A relative profile path is relative to the spec's folder. profile_set
+// A relative profile path, or sql_file, is relative to the spec's folder.
+// Every SQL query is planned once while the spec is parsed (over the first
+// sf, or the dataset's manifest where it opens) so that an error in it
+// names its line. profile_set
 // axes join the cartesian product of the sweep; each value is set on the
 // typed profile (sim.Profile) and parsed as the profile file's own value
 // would be, and the profile with every point's values must validate.
@@ -329,7 +340,7 @@ func parseSpec(path string, data []byte) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	for _, step := range []func(*Spec, *specKeys) error{p.required, p.profile, p.sweep, p.profileSet, p.nodes, p.scaleFactors, p.backendRules, p.queries, p.policies, p.size} {
+	for _, step := range []func(*Spec, *specKeys) error{p.required, p.profile, p.sweep, p.profileSet, p.nodes, p.scaleFactors, p.backendRules, p.queries, p.sqlPlans, p.policies, p.size} {
 		if err := step(s, at); err != nil {
 			return nil, err
 		}
@@ -862,12 +873,25 @@ func (p specParser) queries(s *Spec, at *specKeys) error {
 	}
 	known := queries.Names()
 	for _, it := range items {
-		q, err := p.str(it, "queries")
-		if err != nil {
-			return err
-		}
-		if !slices.Contains(known, q) {
-			return p.errf(it, "unknown query %q (have q1..q22, or all)", q)
+		var q string
+		if it.Kind == yaml.MappingNode {
+			sq, err := p.sqlQuery(it)
+			if err != nil {
+				return err
+			}
+			if slices.Contains(known, sq.Name) {
+				return p.errf(it, "SQL query name %q is a TPC-H query's: give it another", sq.Name)
+			}
+			s.SQL = append(s.SQL, sq)
+			q = sq.Name
+		} else {
+			var err error
+			if q, err = p.str(it, "queries"); err != nil {
+				return err
+			}
+			if !slices.Contains(known, q) {
+				return p.errf(it, "unknown query %q (have q1..q22, all, or {name: NAME, sql: TEXT} / {name: NAME, sql_file: FILE})", q)
+			}
 		}
 		if slices.Contains(s.Queries, q) {
 			return p.errf(it, "query %q given twice", q)
@@ -1114,6 +1138,11 @@ func (s *Spec) Configs() []Run {
 				}
 				sweep := strings.Join(items, ",")
 				cfg := q + "|" + ps.Name
+				if h := s.SQLHash(q); h != "" {
+					// The text is part of the configuration: a changed
+					// query is a new one, never a result reused.
+					cfg = q + "|sql=" + h + "|" + ps.Name
+				}
 				if sweep != "" {
 					cfg += "|" + strings.Join(items, "|")
 				}

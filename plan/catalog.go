@@ -53,3 +53,51 @@ func (c Catalog) Plan(name string, sf float64, tables []TableStats) (*Plan, erro
 	}
 	return c.Build(name, sf, tables)
 }
+
+// MergeCatalogs is one catalog building the plans of all of cats (e.g.
+// TPC-H's queries and a user's SQL queries): its names are theirs in
+// order, each built by the catalog that has it, and its scale factor is
+// the first that one of cats infers (in order), or the first one's error.
+// A name in two of them is an error.
+func MergeCatalogs(cats ...Catalog) (Catalog, error) {
+	owner := map[string]int{}
+	var names []string
+	for i, c := range cats {
+		for _, n := range c.Names {
+			if _, dup := owner[n]; dup {
+				return Catalog{}, fmt.Errorf("plan: two catalogs build a plan named %q", n)
+			}
+			owner[n] = i
+			names = append(names, n)
+		}
+	}
+	return Catalog{
+		Names: names,
+		Build: func(name string, sf float64, tables []TableStats) (*Plan, error) {
+			i, ok := owner[name]
+			if !ok || cats[i].Build == nil {
+				return nil, fmt.Errorf("plan: no plan %q", name)
+			}
+			return cats[i].Build(name, sf, tables)
+		},
+		ScaleFactor: func(tables []TableStats) (float64, error) {
+			var first error
+			for _, c := range cats {
+				if c.ScaleFactor == nil {
+					continue
+				}
+				sf, err := c.ScaleFactor(tables)
+				if err == nil {
+					return sf, nil
+				}
+				if first == nil {
+					first = err
+				}
+			}
+			if first == nil {
+				first = fmt.Errorf("plan: no catalog infers a scale factor")
+			}
+			return 0, first
+		},
+	}, nil
+}

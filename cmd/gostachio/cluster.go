@@ -13,6 +13,7 @@ import (
 
 	calcluster "gostachio/calibrate/cluster"
 	"gostachio/engine/cluster"
+	"gostachio/internal/sqlquery"
 	"gostachio/internal/units"
 	"gostachio/plan"
 )
@@ -51,7 +52,10 @@ removes the leftovers of launchers that are gone.`,
 			if c.Flags().ArgsLenAtDash() != 0 {
 				return fmt.Errorf("cluster: put the query options after '--': gostachio cluster --nodes N -- query --data DIR ...")
 			}
-			args = workerArgs(args, g.json)
+			args, err := inlineSQLFile(workerArgs(args, g.json))
+			if err != nil {
+				return err
+			}
 			l, err := cluster.ParseLink(link)
 			if err != nil {
 				return err
@@ -86,6 +90,37 @@ func workerArgs(args []string, jsonOut bool) []string {
 		args = append([]string{"--json"}, args...)
 	}
 	return args
+}
+
+// inlineSQLFile replaces a --sql-file FILE among the worker options by
+// --sql and the file's text: the launcher reads the query once, so every
+// worker plans the same text, wherever it runs and whatever happens to
+// the file meanwhile.
+func inlineSQLFile(args []string) ([]string, error) {
+	out := make([]string, 0, len(args))
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			return append(out, args[i:]...), nil
+		}
+		var file string
+		switch {
+		case a == "--sql-file" && i+1 < len(args):
+			file = args[i+1]
+			i++
+		case strings.HasPrefix(a, "--sql-file="):
+			file = strings.TrimPrefix(a, "--sql-file=")
+		default:
+			out = append(out, a)
+			continue
+		}
+		q, err := sqlquery.Read(sqlquery.DefaultName, "", file)
+		if err != nil {
+			return nil, fmt.Errorf("cluster: %w", err)
+		}
+		out = append(out, "--sql", q.SQL)
+	}
+	return out, nil
 }
 
 func newBenchExchangeCmd(g *globals) *cobra.Command {

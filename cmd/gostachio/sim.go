@@ -2,14 +2,17 @@ package main
 
 import (
 	"fmt"
+	"io"
 
 	"github.com/spf13/cobra"
 
 	"gostachio/dataset"
 	"gostachio/engine"
 	"gostachio/internal/atomicfile"
+	"gostachio/internal/sqlquery"
 	"gostachio/plan"
 	"gostachio/sim"
+	"gostachio/sqlplan"
 	"gostachio/tpch/queries"
 	"gostachio/traces"
 )
@@ -21,9 +24,10 @@ func newSimCmd(g *globals) *cobra.Command {
 	var data, replay, query string
 	var chunkRows int
 	var hybrid bool
+	var sqlf *sqlFlags
 	cmd := &cobra.Command{
-		Use:   "sim --profile P --sf F --query Q --policy P",
-		Short: "Simulate a TPC-H query on a cluster of a hardware profile under a policy",
+		Use:   "sim --profile P --sf F --query Q | --sql TEXT | --sql-file FILE --policy P",
+		Short: "Simulate a TPC-H or SQL query on a cluster of a hardware profile under a policy",
 		Args:  cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			o.JSON = g.json
@@ -46,6 +50,9 @@ func newSimCmd(g *globals) *cobra.Command {
 				}
 			}
 			if replay != "" {
+				if sqlf.given(c) {
+					return fmt.Errorf("sim: --replay re-simulates its trace's query; --sql and --sql-file plan a new one")
+				}
 				return runReplay(c, o, replay, data)
 			}
 			var tables []plan.TableStats
@@ -58,6 +65,16 @@ func newSimCmd(g *globals) *cobra.Command {
 			}
 			if chunkRows == 0 {
 				chunkRows = sim.DefaultChunkRows
+			}
+			if sqlf.given(c) {
+				q, err := sqlf.query(c, "query")
+				if err != nil {
+					return err
+				}
+				if o.Plan, err = simSQL(q, o, chunkRows, tables); err != nil {
+					return err
+				}
+				return sim.RunSim(c.Context(), o, c.OutOrStdout())
 			}
 			p, sf, err := queries.Sized(query, o.SF, chunkRows, tables)
 			if err != nil {
@@ -74,6 +91,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	f.StringVar(&data, "data", "", "size the workload from this dataset's manifest instead of --sf")
 	f.IntVar(&chunkRows, "chunk-rows", 0, "rows per stored chunk (default: the dataset writer's)")
 	f.StringVar(&query, "query", "q6", "TPC-H query")
+	sqlf = addSQLFlags(f)
 	f.StringVar(&o.Policy, "policy", "overlap", "scheduling policy (see `gostachio policies`)")
 	f.StringVar(&o.Set, "set", "", "policy knob overrides, e.g. chunk=8MiB,depth=4,combine=off")
 	f.StringVar(&o.Trace, "trace", "", "write a Perfetto/Chrome JSON trace to this file")
@@ -85,6 +103,26 @@ func newSimCmd(g *globals) *cobra.Command {
 	f.BoolVar(&hybrid, "gpu-hybrid", false, "with a GPU-backend profile (h100-gpu-calibrated, h200-gpu-calibrated): place the scan pipelines as query --gpu-hybrid runs them (what the GPU path lacks on the host)")
 	f.StringVar(&replay, "replay", "", "re-simulate this engine trace with its real per-unit output sizes (--policy: what-if; default the recorded one)")
 	return cmd
+}
+
+// simSQL plans query q for the simulation of o: over tables (a dataset's
+// manifest) or, where nil, the TPC-H tables at o.SF in chunks of chunkRows
+// rows, sized for the profile's devices on o.Nodes nodes.
+func simSQL(q sqlplan.Query, o sim.SimOptions, chunkRows int, tables []plan.TableStats) (*plan.Plan, error) {
+	prof, err := sim.LoadProfileLog(o.Profile, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	if tables == nil {
+		if tables, err = queries.Stats(o.SF, chunkRows); err != nil {
+			return nil, fmt.Errorf("sim: %w", err)
+		}
+	}
+	p, err := sqlplan.Plan(q.Name, q.SQL, tables, sqlplan.Options{Workers: o.Nodes * max(prof.Node.GPUs, 1)})
+	if err != nil {
+		return nil, sqlquery.Unwrapped(sqlquery.Locate(err, q.SQL))
+	}
+	return p, nil
 }
 
 // runReplay is `sim --replay TRACE`: the dataset is --data or the one the

@@ -45,9 +45,25 @@ func newImportCmd(g *globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "import --from parquet|tbl SRC --out DIR",
 		Short: "Import Parquet files or dbgen .tbl files (<table>.parquet / <table>.tbl in SRC) as a dataset",
-		Args:  cobra.ExactArgs(1),
+		Long: `Import Parquet files or dbgen .tbl files (<table>.parquet / <table>.tbl in SRC) as a dataset.
+
+--from parquet imports every <table>.parquet file of SRC (or those --tables
+names). A file named after a TPC-H table takes the TPC-H schema, so imported
+and generated TPC-H data are identical. Any other file keeps its own schema:
+int8, int16, uint8, uint16 and int32 columns are stored as int32; uint32 and
+int64 as int64; decimal128(p,s) as a decimal of scale s (values must fit 18
+digits); date32 and date64 as dates; utf8 and large_utf8 as text. Any other
+type (float, bool, timestamp, list, struct, ...) and any null are refused,
+naming the file, the column and the row. --from tbl imports TPC-H tables only.
+
+The dataset is written beside DIR and renamed into place when complete: a
+failed import leaves nothing behind. Each column's distinct count is
+estimated as it is written (inspect shows it).`,
+		Args: cobra.ExactArgs(1),
 		RunE: func(c *cobra.Command, args []string) error {
-			if tables != "" {
+			if tables != "" && from == "parquet" {
+				o.Names = strings.Split(tables, ",")
+			} else if tables != "" {
 				for _, name := range strings.Split(tables, ",") {
 					t, err := schema.Lookup(name)
 					if err != nil {
@@ -83,7 +99,7 @@ func newImportCmd(g *globals) *cobra.Command {
 	f.IntVar(&o.ChunkRows, "chunk-rows", dataset.DefaultChunkRows, "rows per chunk")
 	f.BoolVar(&o.Force, "force", false, "replace an existing dataset folder")
 	f.StringVar(&stripes, "stripe", "", "extra folders to spread chunks over")
-	f.StringVar(&tables, "tables", "", "comma-separated tables (default: every TPC-H table found)")
+	f.StringVar(&tables, "tables", "", "comma-separated tables (default: every <table>.parquet file; for tbl every TPC-H table found)")
 	f.Float64Var(&o.ScaleFactor, "sf", 0, "scale factor to record (default: from the Parquet metadata)")
 	_ = cmd.MarkFlagRequired("from")
 	return cmd

@@ -8,6 +8,8 @@ import (
 
 	calcluster "gostachio/calibrate/cluster"
 	"gostachio/engine/cluster"
+	"gostachio/internal/sqlquery"
+	"gostachio/sqlplan"
 	"gostachio/tpch/queries"
 )
 
@@ -17,8 +19,9 @@ func newWorkerCmd(g *globals) *cobra.Command {
 	var o cluster.WorkerOptions
 	var ro calcluster.ReferenceOptions
 	var rf *runFlags
+	var sqlf *sqlFlags
 	cmd := &cobra.Command{
-		Use:   "worker --data DIR [--query q1|all ...]",
+		Use:   "worker --data DIR [--query q1|all | --sql TEXT | --sql-file FILE ...]",
 		Short: "Run one worker of a multi-process query (under torchrun, srun, mpirun or 'gostachio cluster')",
 		Long: `Runs one worker of a cluster that executes TPC-H queries together, exchanging
 data over TCP. The rank, the number of workers and rank 0's address come from
@@ -37,7 +40,13 @@ worker that fails, dies or goes silent for --timeout fails the run with an
 error naming it. With --cpu-reference-every and --disk-reference-every, rank 0
 times the CPU and disk references between queries while the others wait, and
 each JSON result carries the times ('cluster bench-sim' rescales the simulator
-by them).`,
+by them).
+
+An SQL query (--sql, --sql-file) must reach every worker the same (the
+launcher's arguments: 'gostachio cluster' passes a --sql-file's text as --sql):
+each plans it over its manifest for --devices on each of the workers (without
+--devices, for the planner's default of 8), and rank 0 fails the run when a
+worker's plan differs from its own.`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
 			if err := rf.resolve(g); err != nil {
@@ -55,11 +64,28 @@ by them).`,
 				o.BetweenQueries = refs.Hook()
 			}
 			o.Catalog = queries.Catalog()
-			return cluster.RunWorker(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
+			if sqlf.given(c) {
+				q, err := sqlf.query(c, "query")
+				if err != nil {
+					return err
+				}
+				// Every worker must plan alike: from what all of them are
+				// told, not from their own machine's cores.
+				var workers int
+				if rv, err := cluster.FromEnv(os.Getenv); err == nil && o.Devices > 0 {
+					workers = rv.World * o.Devices
+				}
+				if o.Catalog, err = sqlquery.Catalog([]sqlplan.Query{q}, sqlplan.Options{Workers: workers}); err != nil {
+					return err
+				}
+				o.Query = q.Name
+			}
+			return sqlquery.Unwrapped(cluster.RunWorker(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr()))
 		},
 	}
 	f := cmd.Flags()
 	rf = addRunFlags(f, &o.RunOptions, true)
+	sqlf = addSQLFlags(f)
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Second, "fail the run when a worker is silent or a transfer stalls this long")
 	f.StringVar(&o.Transport, "transport", "tcp", "exchange transport: tcp, or rdma (needs a binary built with -tags rdma: make build-rdma)")
 	f.IntVar(&ro.CPUEvery, "cpu-reference-every", 0, "rank 0 times the CPU reference after every N-th query, while the others wait (0: never)")

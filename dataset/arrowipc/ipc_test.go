@@ -77,7 +77,7 @@ func checkArrowRecord(t *testing.T, rec arrow.RecordBatch, b *schema.Batch) {
 }
 
 var allTypes = schema.Table{Name: "alltypes", Columns: []schema.Column{
-	{Name: "k", Type: schema.Int64}, {Name: "price", Type: schema.Decimal},
+	{Name: "k", Type: schema.Int64}, {Name: "price", Type: schema.Decimal, Precision: 15, Scale: 2},
 	{Name: "n", Type: schema.Int32}, {Name: "day", Type: schema.Date},
 	{Name: "s", Type: schema.String}, {Name: "empty", Type: schema.String},
 }}

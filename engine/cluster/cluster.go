@@ -757,13 +757,18 @@ func (n nodeNet) Finished(p int32) error {
 func (n nodeNet) Inbox() <-chan scheduler.NodeMsg { return n.qs.inbox }
 
 // fingerprint identifies a plan well enough to catch workers that built
-// different plans (different datasets under the same path).
+// different plans (different datasets under the same path, or a query
+// planned from different SQL text or options): its pipelines, the work of
+// every operator (plan.Op.Fingerprint) and its tables' sizes.
 func fingerprint(p *plan.Plan) string {
 	h := fnv.New64a()
 	fmt.Fprintf(h, "%s|%d|", p.Name, len(p.Pipelines))
 	for i := range p.Pipelines {
 		pl := &p.Pipelines[i]
 		fmt.Fprintf(h, "%s:%d:%d:%d|", pl.Name, len(pl.Ops), pl.Source.Kind, pl.Source.Table)
+		for k := range pl.Ops {
+			fmt.Fprintf(h, "%s,", pl.Ops[k].Fingerprint())
+		}
 	}
 	for i := range p.Tables {
 		t := &p.Tables[i]

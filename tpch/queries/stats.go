@@ -72,9 +72,11 @@ func IsText(table, column string) bool {
 // without data: rows = BaseRows x sf for scaled tables (nation and region
 // fixed), cut into chunks of chunkRows rows (the last one shorter), each
 // column's bytes = rows x ColumnBytes, columns back to back within a chunk
-// and chunks back to back in one file per table. No min/max statistics
-// (nothing is pruned): in dbgen data the date columns of every chunk span
-// nearly the whole range anyway. sf must lie in (0, MaxScaleFactor] and the
+// and chunks back to back in one file per table. No per-chunk min/max
+// statistics (nothing is pruned): in dbgen data the date columns of every
+// chunk span nearly the whole range anyway. Each table's Schema holds the
+// column types and the table-wide ranges, distinct counts and text lengths
+// the specification implies at sf (spec in specstats.go). sf must lie in (0, MaxScaleFactor] and the
 // tables must make at most plan.MaxChunks chunks: the error says which
 // chunk size would fit.
 func Stats(sf float64, chunkRows int) ([]plan.TableStats, error) {
@@ -101,6 +103,24 @@ func Stats(sf float64, chunkRows int) ([]plan.TableStats, error) {
 			sf, chunkRows, chunks, int64(plan.MaxChunks), need)
 	}
 	out := make([]plan.TableStats, 0, len(schema.Tables))
+	k := tpchRows{sf: sf, scale: max(1, int64(sf))}
+	for _, st := range schema.Tables {
+		rows := int64(math.Round(float64(st.BaseRows) * sf))
+		switch st {
+		case &schema.Part:
+			k.p = rows
+		case &schema.PartSupp:
+			k.ps = rows
+		case &schema.Supplier:
+			k.s = rows
+		case &schema.Customer:
+			k.c = rows
+		case &schema.Orders:
+			k.o = rows
+		case &schema.Lineitem:
+			k.l = rows
+		}
+	}
 	for _, st := range schema.Tables {
 		rows := st.BaseRows
 		if st.Scaled {
@@ -130,6 +150,7 @@ func Stats(sf float64, chunkRows int) ([]plan.TableStats, error) {
 				base += ch.Bytes[c]
 			}
 		}
+		t.Schema = specSchema(st, rows, &k)
 		out = append(out, t)
 	}
 	return out, nil

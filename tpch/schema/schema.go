@@ -25,11 +25,16 @@ const (
 	String                  // utf8
 )
 
-// DecimalScale is the power of ten every Decimal column is scaled by.
+// DecimalScale is the power of ten every TPC-H Decimal column is scaled
+// by (Column.Scale 2).
 const DecimalScale = 100
 
 // DecimalPrecision is the precision TPC-H decimals are exported with.
 const DecimalPrecision = 15
+
+// MaxDecimalPrecision is the most digits a Decimal column may hold: every
+// value of 18 digits fits an int64.
+const MaxDecimalPrecision = 18
 
 func (t Type) String() string {
 	switch t {
@@ -74,6 +79,12 @@ type Column struct {
 	Type Type
 	// MaxLen is the spec's maximum length of a text column (0 otherwise).
 	MaxLen int
+	// Precision and Scale describe a Decimal column: at most Precision
+	// digits (at most 18, what an int64 holds), Scale of them after the
+	// point, the int64 holding the value times 10^Scale. TPC-H decimals
+	// are 15, 2 (DecimalPrecision, cents); other tables keep the scale of
+	// their source. Zero for other types.
+	Precision, Scale int
 }
 
 // Table is one TPC-H table.
@@ -98,9 +109,11 @@ func (t *Table) Column(name string) int {
 	return -1
 }
 
-func id(n string) Column          { return Column{Name: n, Type: Int64} }
-func integer(n string) Column     { return Column{Name: n, Type: Int32} }
-func dec(n string) Column         { return Column{Name: n, Type: Decimal} }
+func id(n string) Column      { return Column{Name: n, Type: Int64} }
+func integer(n string) Column { return Column{Name: n, Type: Int32} }
+func dec(n string) Column {
+	return Column{Name: n, Type: Decimal, Precision: DecimalPrecision, Scale: 2}
+}
 func date(n string) Column        { return Column{Name: n, Type: Date} }
 func text(n string, l int) Column { return Column{Name: n, Type: String, MaxLen: l} }
 
