@@ -158,48 +158,78 @@ func Query(ctx context.Context, ds *dataset.Dataset, p *plan.Plan, opts QueryOpt
 
 // NewQueryResult assembles the result of a finished run of p on b (closed
 // or not): b's result batch, or, when nothing reached the result, the
-// empty result (one row of NULLs for a scalar aggregate, as SQL gives).
-// In a cluster, node 0's backend holds the result.
+// empty result. A scalar aggregate over no rows still gives one row, as
+// SQL does: its counts 0, its other aggregates NULL (printed empty, as
+// DuckDB's are). In a cluster, node 0's backend holds the result.
 func NewQueryResult(p *plan.Plan, policy string, b *Backend, res scheduler.Result, wall time.Duration) *QueryResult {
 	out := &QueryResult{Query: p.Name, Policy: policy, Wall: wall, Sched: res,
 		IOBytes: b.IOBytes(), PeakRetained: b.PeakRetained(), Batch: b.Result(), GPU: b.data.placement, CPUNs: -1}
 	cols := resultColumns(p)
 	if out.Batch == nil {
-		// Nothing reached the result. SQL still gives a scalar aggregate
-		// over no rows one row, of NULLs (printed empty, as DuckDB does).
-		nulls := 0
-		if scalarResult(p) {
-			nulls = 1
-		}
-		out.Batch = &cpu.Batch{Names: cols, Cols: make([]cpu.Vec, len(cols)), Rows: nulls}
-		for i := range out.Batch.Cols {
-			out.Batch.Cols[i] = cpu.Vec{Type: cpu.TString, Off: make([]int32, nulls+1)}
-		}
+		out.Batch = emptyResult(p, cols)
 	}
 	out.Columns = out.Batch.Names
 	return out
 }
 
+// emptyResult is the result of p when no row reached it: no rows, or for a
+// scalar aggregate one row of 0 for its counts and empty cells (NULLs)
+// for the rest.
+func emptyResult(p *plan.Plan, cols []string) *cpu.Batch {
+	counts, scalar := scalarResult(p)
+	rows := 0
+	if scalar {
+		rows = 1
+	}
+	out := &cpu.Batch{Names: cols, Cols: make([]cpu.Vec, len(cols)), Rows: rows}
+	for i, name := range cols {
+		if scalar && counts[name] {
+			out.Cols[i] = cpu.Vec{Type: cpu.TInt64, I64: []int64{0}}
+			continue
+		}
+		out.Cols[i] = cpu.Vec{Type: cpu.TString, Off: make([]int32, rows+1)}
+	}
+	return out
+}
+
 // scalarResult reports whether the result pipeline aggregates without
-// keys and filters nothing after it (a scalar aggregate: always one row).
-func scalarResult(p *plan.Plan) bool {
+// keys and filters nothing after it (a scalar aggregate: always one row),
+// and which of its output columns are counts: count aggregates, passed on
+// unchanged (maybe renamed) by the projections after the aggregate.
+func scalarResult(p *plan.Plan) (counts map[string]bool, scalar bool) {
 	for i := len(p.Pipelines) - 1; i >= 0; i-- {
 		pl := &p.Pipelines[i]
 		if pl.Sink().Kind != plan.OpResult {
 			continue
 		}
-		scalar := false
 		for _, op := range pl.Ops {
 			switch {
 			case op.Kind == plan.OpAggFinal:
 				scalar = len(op.Keys) == 0
+				counts = map[string]bool{}
+				if aggs, ok := op.Expr.(plan.Aggs); ok {
+					for _, a := range aggs {
+						if a.Fn == plan.AggCount {
+							counts[a.As] = true
+						}
+					}
+				}
 			case op.Kind == plan.OpFilter || op.Kind == plan.OpHashProbe:
 				scalar = false
+			case op.Kind == plan.OpProject:
+				proj, _ := op.Expr.(plan.Projection)
+				next := map[string]bool{}
+				for _, n := range proj {
+					if c, ok := n.E.(plan.Col); ok && counts[string(c)] {
+						next[n.Name] = true
+					}
+				}
+				counts = next
 			}
 		}
-		return scalar
+		return counts, scalar
 	}
-	return false
+	return nil, false
 }
 
 func resultColumns(p *plan.Plan) []string {

@@ -892,6 +892,10 @@ func (a *Aggregator) aggUnpack() {
 // zero-padded, with l in the top byte of its last word: equal words, equal
 // strings.
 func aggPackCol(v *Vec, n, w, off, stride int, dst []uint64) {
+	if n == 0 {
+		// dst may be empty: dst[off:] below would be out of range.
+		return
+	}
 	switch v.Type {
 	case TInt64, TDecimal:
 		for i, x := range v.I64[:n] {

@@ -2,12 +2,20 @@
 // export (`gostachio export`), as a correctness and speed baseline.
 //
 //	duckdb-tpch --parquet DIR [--query q1|q1,q6|all] [--repeat N] [--threads N] [--json]
+//	duckdb-tpch differential (--data DIR --parquet DIR | --sf SF) [--queries N] [--seed S] [--timeout D] [--json]
 //
 // Without --json it prints each query's result to stdout as '|'-separated
 // text with a header (the tpch/answers format, cells formatted like
 // gostachio's engine), preceded by a "-- qN" line when several queries run.
 // With --json it prints one JSON object of per-query timings instead.
 // Progress and timings go to stderr.
+//
+// The differential subcommand generates random SQL queries
+// (sqlplan/querygen) over the dataset, runs each through gostachio's SQL
+// path (sqlplan.Plan, the CPU engine) and in DuckDB over the Parquet
+// export, and prints a summary: queries run, matched, mismatches by class,
+// and every mismatch with its seed and SQL. It exits with status 2 when
+// any query mismatched.
 package main
 
 import (
@@ -55,6 +63,9 @@ type queryReport struct {
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "differential" {
+		return runDifferential(ctx, args[1:], stdout, stderr)
+	}
 	fs := flag.NewFlagSet("duckdb-tpch", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	dir := fs.String("parquet", "", "folder of <table>.parquet files (gostachio export)")

@@ -1,0 +1,120 @@
+package peer
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"gostachio/dataset"
+	"gostachio/plan"
+	"gostachio/sqlplan/querygen"
+	"gostachio/tpch"
+)
+
+// genFixture is TPC-H at SF0.01 with its Parquet export in DuckDB and the
+// generator's view of it, built once per test binary.
+type genFixture struct {
+	ds    *dataset.Dataset
+	db    *DB
+	g     *querygen.Generator
+	stats []plan.TableStats
+}
+
+var (
+	// fixtureDir holds the shared fixture; TestMain removes it.
+	fixtureDir  string
+	fixtureOnce sync.Once
+	fixture     genFixture
+	fixtureErr  error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if fixture.db != nil {
+		fixture.db.Close()
+	}
+	if fixtureDir != "" {
+		os.RemoveAll(fixtureDir)
+	}
+	os.Exit(code)
+}
+
+func sf001Fixture(t *testing.T) genFixture {
+	t.Helper()
+	fixtureOnce.Do(func() {
+		ctx := context.Background()
+		// Several tests share the data, so it lives past the test that
+		// made it (TestMain removes it).
+		if fixtureDir, fixtureErr = os.MkdirTemp("", "peer-differential"); fixtureErr != nil {
+			return
+		}
+		data := filepath.Join(fixtureDir, "data")
+		if fixtureErr = tpch.Gen(ctx, tpch.GenOptions{ScaleFactor: 0.01, Out: data}, io.Discard, io.Discard); fixtureErr != nil {
+			return
+		}
+		if fixture.ds, fixtureErr = dataset.Open(data); fixtureErr != nil {
+			return
+		}
+		pq := filepath.Join(fixtureDir, "parquet")
+		if fixtureErr = dataset.Export(fixture.ds, pq, dataset.ExportOptions{}, io.Discard); fixtureErr != nil {
+			return
+		}
+		if fixture.db, fixtureErr = Open(pq); fixtureErr != nil {
+			return
+		}
+		var cfg querygen.Config
+		if cfg, fixture.stats, fixtureErr = GeneratorConfig(ctx, fixture.ds, fixture.db); fixtureErr != nil {
+			return
+		}
+		fixture.g, fixtureErr = querygen.New(cfg)
+	})
+	if fixtureErr != nil {
+		t.Fatal(fixtureErr)
+	}
+	return fixture
+}
+
+// TestGeneratedQueriesRunInDuckDB: DuckDB accepts every generated query
+// (the generator writes the dialects' common ground), and the queries
+// select something often enough to be worth comparing.
+func TestGeneratedQueriesRunInDuckDB(t *testing.T) {
+	f := sf001Fixture(t)
+	ctx := context.Background()
+	nonEmpty := 0
+	const n = 300
+	for seed := uint64(0); seed < n; seed++ {
+		q := f.g.Query(seed)
+		res, _, err := f.db.QuerySQL(ctx, q.SQL)
+		if err != nil {
+			t.Errorf("seed %d: DuckDB rejects\n%s\n: %v", seed, q.SQL, err)
+			continue
+		}
+		if len(res.Rows) > 0 && strings.Join(res.Rows[0], "") != "" {
+			nonEmpty++
+		}
+	}
+	if nonEmpty < n/2 {
+		t.Errorf("only %d of %d queries return a non-empty row", nonEmpty, n)
+	}
+	t.Logf("%d of %d queries return a non-empty row", nonEmpty, n)
+}
+
+// TestRandomQueriesMatchDuckDB runs 60 generated queries through the SQL
+// path (sqlplan.Plan, the CPU engine) and DuckDB and requires equal
+// results.
+func TestRandomQueriesMatchDuckDB(t *testing.T) {
+	f := sf001Fixture(t)
+	rep, err := Differential(context.Background(), f.ds, f.db, f.g, f.stats, DifferentialOptions{Queries: 60, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Matched != rep.Queries {
+		var b strings.Builder
+		rep.Summary(&b)
+		t.Errorf("%s", b.String())
+	}
+}
