@@ -40,6 +40,7 @@ func TestMain(m *testing.M) {
 	if fixtureDir != "" {
 		os.RemoveAll(fixtureDir)
 	}
+	removeShared()
 	os.Exit(code)
 }
 
