@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"gostachio/plan"
@@ -176,5 +177,29 @@ func TestRangeGroups(t *testing.T) {
 		if g != tc.want || ok != tc.wantOK {
 			t.Errorf("%s: %d groups (ok %v), want %d (ok %v)", tc.name, g, ok, tc.want, tc.wantOK)
 		}
+	}
+}
+
+// TestResultWithoutKernelRefused: a pipeline reading a gather that holds
+// only its result sink gives its units no operator to run; the scheduler
+// must refuse the plan with an error naming the pipeline, not panic when
+// it starts the first unit.
+func TestResultWithoutKernelRefused(t *testing.T) {
+	tbl := plan.TableStats{Name: "t", Columns: []string{"a"}, Chunks: []plan.ChunkStats{{Rows: 1000, Bytes: []int64{8000}}}}
+	b := plan.NewBuilder("bare", []plan.TableStats{tbl})
+	g := b.Scan("t", "a").Gather()
+	b.From(g).Output("a")
+	p, err := b.Build()
+	if err != nil {
+		t.Fatal(err)
+	}
+	pol, err := NewPolicy("serial", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	topo := Topology{Nodes: 1, Devices: 2, SSDs: 1, NICs: 1, DeviceMem: 1 << 30, PinnedMem: 1 << 30}
+	_, err = Run(context.Background(), p, pol, newTestBackend(topo, "fifo", 0), nil)
+	if err == nil || !strings.Contains(err.Error(), "pipeline 1") || !strings.Contains(err.Error(), "no operator before its result sink") {
+		t.Fatalf("Run = %v, want an error about pipeline 1's missing operator", err)
 	}
 }

@@ -299,6 +299,12 @@ func newScheduler(p *plan.Plan, cfg Config, hooks Hooks, topo Topology, node int
 		default:
 			ps.unitOps = pl.Ops
 		}
+		if len(ps.unitOps) == 0 {
+			// A unit's kernel runs these ops; an inputs pipeline holding
+			// only its sink would give its units nothing to run.
+			return nil, fmt.Errorf("scheduler: plan %s: pipeline %d (%s): no operator before its %s sink for its units to run",
+				p.Name, i, pl.Name, pl.Ops[last].Kind)
+		}
 		addInput := func(in int) {
 			for _, x := range ps.inputs {
 				if int(x) == in {

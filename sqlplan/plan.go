@@ -126,6 +126,13 @@ func (p *planner) finish(s *stream, blk *block) error {
 		if s.dist != dSingle {
 			g := s.p.Gather()
 			s.p = p.b.From(g).Named("result")
+			// A pipeline reading inputs runs its units through the ops
+			// before its sink: the result needs one, a pass-through here.
+			pass := make([]plan.Named, len(outNames))
+			for i, n := range outNames {
+				pass[i] = plan.As(n, plan.Col(n))
+			}
+			s.p.Select(p.rowsWidth(outNames), pass...)
 		}
 	}
 	s.p.Output(outNames...)
