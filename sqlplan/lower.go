@@ -885,6 +885,9 @@ func (l *lowering) aggregate(s *stream) (*stream, error) {
 		x := p.addColumn("distinct", cd.arg.t, nil)
 		x.distinct, x.width = p.exprDistinct(cd.arg.e), p.exprWidth(cd.arg)
 		ns = append(ns, plan.As(x.name, cd.arg.e))
+		if len(aggs) > 0 {
+			return l.aggregateBesideDistinct(s, ns, keyNames, x.name)
+		}
 		s = p.project(s, ns)
 		s = p.groupBy(s, append(slices.Clone(keyNames), x.name), nil)
 		s = p.keep(s, s.cols[:len(keyNames)])
@@ -907,6 +910,85 @@ func (l *lowering) aggregate(s *stream) (*stream, error) {
 		s = p.project(s, ns)
 	}
 	s = p.groupBy(s, keyNames, aggs)
+	return l.having(s)
+}
+
+// aggregateBesideDistinct aggregates s when count(DISTINCT x) stands
+// beside other aggregates: a first aggregation on the keys and x (ns
+// projects them, x named dx) leaves one row per distinct x of a group
+// holding the partial states of the other aggregates (avg as its sum and
+// count); a final aggregation on the keys then merges those states and
+// counts the rows, each marked 1, as the distinct count. The counts stay
+// counts (not sums of counts), so a scalar aggregate over no rows still
+// reports 0 for them.
+func (l *lowering) aggregateBesideDistinct(s *stream, ns []plan.Named, keyNames []string, dx string) (*stream, error) {
+	p, blk := l.p, l.blk
+	cd := blk.countDistinct
+	var args []string
+	for _, a := range blk.aggs {
+		if a.Arg != nil {
+			args = colsOf(a.Arg, args)
+		}
+	}
+	for _, a := range args {
+		if !slices.ContainsFunc(ns, func(n plan.Named) bool { return n.Name == a }) {
+			ns = append(ns, plan.As(a, plan.Col(a)))
+		}
+	}
+	s = p.project(s, ns)
+	var inner []plan.Agg
+	for _, a := range blk.aggs {
+		if a.Fn != plan.AggAvg {
+			inner = append(inner, a)
+			continue
+		}
+		pc := a.PartialColumns()
+		inner = append(inner, plan.Agg{Fn: plan.AggSum, Arg: a.Arg, As: pc[0]}, plan.Agg{Fn: plan.AggCount, Arg: a.Arg, As: pc[1]})
+		if p.cols[pc[0]] == nil {
+			// As groupBy types an average's partial sum.
+			p.cols[pc[0]] = &column{name: pc[0], t: typ{k: kFloat}, width: 8}
+		}
+		if p.cols[pc[1]] == nil {
+			p.cols[pc[1]] = &column{name: pc[1], t: typ{k: kInt}, width: 8}
+		}
+	}
+	s = p.groupBy(s, append(slices.Clone(keyNames), dx), inner)
+	states := plan.Keep(keyNames...)
+	states = append(states, plan.As(cd.as, plan.Int(1)))
+	var partialCols []string
+	for _, a := range inner {
+		states = append(states, plan.As(a.As, plan.Col(a.As)))
+		partialCols = append(partialCols, a.As)
+	}
+	s = p.project(s, states)
+	aggs := append([]plan.Agg{plan.Count(cd.as)}, blk.aggs...)
+	g := s.rows
+	var ex int
+	if len(keyNames) == 0 || g <= gatherGroups {
+		ex = s.p.Gather()
+		s.dist, s.keys = dSingle, nil
+	} else {
+		ex = s.p.Shuffle(keyNames...)
+		s.dist, s.keys = dPart, slices.Clone(keyNames)
+	}
+	out := slices.Clone(keyNames)
+	for _, a := range aggs {
+		out = append(out, a.As)
+	}
+	groups := int64(math.Max(1, math.Min(g, 1e15)))
+	if len(keyNames) == 0 {
+		groups = 1
+	}
+	s.p = p.b.From(ex).Named("aggregate " + strings.Join(keyNames, ","))
+	s.p.Final(groups, p.rowsWidth(out), keyNames, aggs...)
+	s.cols = out
+	return l.having(s)
+}
+
+// having applies the block's HAVING (with its subqueries) to the
+// aggregated s, then computes the block's outputs.
+func (l *lowering) having(s *stream) (*stream, error) {
+	p, blk := l.p, l.blk
 	for _, r := range blk.havingRels {
 		sub, err := p.lowerBlock(r.sub)
 		if err != nil {

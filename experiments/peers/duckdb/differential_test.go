@@ -8,8 +8,10 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"gostachio/dataset"
+	"gostachio/engine"
 	"gostachio/plan"
 	"gostachio/sqlplan/querygen"
 	"gostachio/tpch"
@@ -117,5 +119,28 @@ func TestRandomQueriesMatchDuckDB(t *testing.T) {
 		var b strings.Builder
 		rep.Summary(&b)
 		t.Errorf("%s", b.String())
+	}
+}
+
+// TestPlannedQueriesMatchDuckDB runs statements of the shapes generated
+// queries once broke on (a plain select of renamed columns, count(DISTINCT)
+// beside other aggregates, over rows and over none) through the SQL path
+// on 1, 2 and 3 devices and requires DuckDB's results.
+func TestPlannedQueriesMatchDuckDB(t *testing.T) {
+	f := sf001Fixture(t)
+	ctx := context.Background()
+	for i, sql := range []string{
+		"select n_nationkey, n_name as o2 from nation",
+		"select count(distinct l_suppkey), max(l_quantity) from lineitem where l_quantity > 0",
+		"select l_returnflag, count(distinct l_suppkey), avg(l_discount), count(l_tax), min(l_shipdate) from lineitem group by l_returnflag",
+		"select o_orderpriority, count(distinct o_custkey) as c, sum(o_totalprice) as s from orders group by o_orderpriority having count(*) > 10",
+		"select count(l_tax), count(distinct l_suppkey), count(*) from lineitem where l_quantity < 0",
+	} {
+		for _, run := range []engine.QueryOptions{{Policy: "serial", Devices: 1}, {Policy: "overlap", Devices: 2}, {Policy: "serial", Devices: 3}} {
+			q := querygen.Query{Seed: uint64(i), SQL: sql}
+			if m := checkQuery(ctx, f.ds, f.db, f.stats, q, run, time.Minute); m != nil {
+				t.Errorf("%s on %d devices: %s: %s (engine %d rows, DuckDB %d)", sql, run.Devices, m.Class, m.Detail, m.EngineRows, m.DuckDBRows)
+			}
+		}
 	}
 }
