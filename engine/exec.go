@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"gostachio/kernels/cpu"
 	"gostachio/plan"
@@ -477,11 +478,57 @@ func (d *runData) probe(op *plan.Op, dev int, b *cpu.Batch) (*cpu.Batch, error) 
 		case plan.JoinAnti:
 			return b, nil
 		case plan.JoinLeftOuter:
-			return nil, fmt.Errorf("left outer join with an empty build side on device %d", dev)
+			return d.zeroFilled(op.Build, b, j.Carry)
 		}
 		return nil, nil
 	}
 	return ht.Probe(b, op.Keys, j.Kind, j.Carry)
+}
+
+// zeroFilled is a left outer join of b with an empty build side: every
+// probe row, with the carried columns holding their type's zero value,
+// as Probe fills a row without a match. A carried column's type comes
+// from the build's rows on another device; where no device holds any, it
+// is int64, the type of the counts that planned left outer joins carry.
+func (d *runData) zeroFilled(build int, b *cpu.Batch, carry []string) (*cpu.Batch, error) {
+	if b == nil {
+		return nil, nil
+	}
+	out := &cpu.Batch{Names: append(slices.Clone(b.Names), carry...), Cols: slices.Clone(b.Cols), Rows: b.Rows}
+	bp := &d.pipes[build]
+	bp.mu.Lock()
+	defer bp.mu.Unlock()
+	for _, c := range carry {
+		if slices.Contains(b.Names, c) {
+			return nil, fmt.Errorf("left outer join: carried column %q is also a probe column", c)
+		}
+		v := cpu.Vec{Type: cpu.TInt64}
+	find:
+		for _, parts := range bp.left {
+			for _, part := range parts {
+				if i := part.Col(c); i >= 0 {
+					v = cpu.Vec{Type: part.Cols[i].Type, Scale: part.Cols[i].Scale}
+					break find
+				}
+			}
+		}
+		switch v.Type {
+		case cpu.TInt64, cpu.TDecimal:
+			v.I64 = make([]int64, b.Rows)
+		case cpu.TInt32, cpu.TDate:
+			v.I32 = make([]int32, b.Rows)
+		case cpu.TFloat64:
+			v.F64 = make([]float64, b.Rows)
+		case cpu.TBool:
+			v.B = make([]bool, b.Rows)
+		case cpu.TString:
+			v.Off = make([]int32, b.Rows+1)
+		default:
+			return nil, fmt.Errorf("left outer join: carried column %q has type %d, which has no zero fill", c, v.Type)
+		}
+		out.Cols = append(out.Cols, v)
+	}
+	return out, nil
 }
 
 // copyOut (d2h) hands a result unit's output to the host.

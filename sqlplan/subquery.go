@@ -370,13 +370,15 @@ func (p *planner) scalarSubquery(e *sqlparser.ComparisonExpr, blk *block, sc *sc
 	if !ok || e.Modifier != sqlparser.Missing {
 		return p.errNode(e, "comparison %s with a subquery is not supported", e.Operator.ToString())
 	}
-	side, sub := e.Left, e.Right.(*sqlparser.Subquery)
+	side, sub := e.Left, (*sqlparser.Subquery)(nil)
 	flipped := false
 	if s, ok := e.Left.(*sqlparser.Subquery); ok {
 		side, sub, flipped = e.Right, s, true
 		if _, ok := side.(*sqlparser.Subquery); ok {
 			return p.errNode(e, "comparing two subqueries is not supported")
 		}
+	} else if sub, ok = e.Right.(*sqlparser.Subquery); !ok {
+		return p.errNode(e, "comparison %s has no subquery side", e.Operator.ToString())
 	}
 	x := &exprBinder{p: p, sc: sc}
 	if inHaving {
@@ -421,7 +423,19 @@ func (p *planner) scalarSubquery(e *sqlparser.ComparisonExpr, blk *block, sc *sc
 		sb.keys = append(sb.keys, plan.As(k, plan.Col(k)))
 	}
 	sb.outs = append(sb.outs, val)
-	r := p.derivedRel(sb, relInner, pos, "subquery")
+	// A correlated count over an outer row without inner rows is 0, not
+	// NULL: an inner join on the counted groups would lose that row, a
+	// left outer join's zero fill is the count. Other aggregates are NULL
+	// there, which fails the comparison as the inner join does.
+	isCount := false
+	if c, ok := val.e.e.(plan.Col); ok && !inHaving && len(co.innerKeys) > 0 {
+		isCount = slices.ContainsFunc(sb.aggs, func(a plan.Agg) bool { return a.Fn == plan.AggCount && a.As == string(c) })
+	}
+	kind := relInner
+	if isCount {
+		kind = relLeftOuter
+	}
+	r := p.derivedRel(sb, kind, pos, "subquery")
 	v := plan.Col(r.out[len(r.out)-1].name)
 	var cmp plan.Expr = plan.Call{Fn: fn, Args: []plan.Expr{lhs.e, v}}
 	if flipped {
@@ -431,6 +445,13 @@ func (p *planner) scalarSubquery(e *sqlparser.ComparisonExpr, blk *block, sc *sc
 	if inHaving {
 		blk.havingRels = append(blk.havingRels, r)
 		blk.having = append(blk.having, cond)
+		return nil
+	}
+	if isCount {
+		nk := len(co.innerKeys)
+		r.outerKeys, r.buildKeys, r.carry = co.outerKeys, names(r.out[:nk]), names(r.out[nk:])
+		blk.rels = append(blk.rels, r)
+		blk.conds = append(blk.conds, cond)
 		return nil
 	}
 	for i, k := range co.outerKeys {

@@ -124,7 +124,8 @@ func TestRandomQueriesMatchDuckDB(t *testing.T) {
 
 // TestPlannedQueriesMatchDuckDB runs statements of the shapes generated
 // queries once broke on (a plain select of renamed columns, count(DISTINCT)
-// beside other aggregates, over rows and over none) through the SQL path
+// beside other aggregates, over rows and over none; correlated counts over
+// empty groups; a left outer join whose build side is empty) through the SQL path
 // on 1, 2 and 3 devices and requires DuckDB's results.
 func TestPlannedQueriesMatchDuckDB(t *testing.T) {
 	f := sf001Fixture(t)
@@ -135,6 +136,10 @@ func TestPlannedQueriesMatchDuckDB(t *testing.T) {
 		"select l_returnflag, count(distinct l_suppkey), avg(l_discount), count(l_tax), min(l_shipdate) from lineitem group by l_returnflag",
 		"select o_orderpriority, count(distinct o_custkey) as c, sum(o_totalprice) as s from orders group by o_orderpriority having count(*) > 10",
 		"select count(l_tax), count(distinct l_suppkey), count(*) from lineitem where l_quantity < 0",
+		"select r_regionkey from region where (select count(*) from nation where r_regionkey = n_regionkey and n_nationkey < 3) = 0",
+		"select r_regionkey from region where (select count(*) from nation where r_regionkey = n_regionkey) <> 2",
+		"select n_nationkey, count(c_name) from nation left join customer on n_nationkey = c_nationkey and c_acctbal = 5657.44 group by n_nationkey",
+		"select r_regionkey from region where 1 < (select max(n_nationkey) from nation where r_regionkey = n_regionkey and n_nationkey < 3)",
 	} {
 		for _, run := range []engine.QueryOptions{{Policy: "serial", Devices: 1}, {Policy: "overlap", Devices: 2}, {Policy: "serial", Devices: 3}} {
 			q := querygen.Query{Seed: uint64(i), SQL: sql}
