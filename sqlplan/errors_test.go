@@ -66,6 +66,7 @@ func TestConstructs(t *testing.T) {
 	}{
 		{"select a from t where a between 10 and 20 order by a", []string{"sort [a]"}},
 		{"select a, s as x from t", []string{"a, s as x", "a, x"}},
+		{"select case when a > 1 then b else a end as x, case when a > 2 then b * b else b end as y from t", []string{"as x", "as y"}},
 		{"select a from t where (select count(*) from u where u.a = t.a) <> 2", []string{"left outer join", "(count(*) <> 2)"}},
 		{"select a from t where 5 > (select max(c) from u where u.a = t.a)", []string{"inner join", "(5 > max(c))"}},
 		{"select s, count(*) as n from t group by s order by n desc limit 3", []string{"top 3 [n desc]", "gather"}},

@@ -384,15 +384,29 @@ func (x *exprBinder) caseExpr(e *sqlparser.CaseExpr) (bexpr, error) {
 		return bexpr{}, err
 	}
 	// One result type: a CASE's branches must agree; integer literals
-	// become decimals of the widest decimal branch.
+	// become decimals of the widest decimal branch. Numbers of different
+	// types meet as the engine's CASE joins them (and as SQL does): ints
+	// and decimals at the largest scale, any float makes it a float.
 	t := els.t
 	for _, b := range bs {
 		if b.val.t.k == kDecimal && (t.k != kDecimal || b.val.t.scale > t.scale) {
 			t = b.val.t
 		}
 	}
+	float, numbers := false, els.t.numeric()
+	for _, b := range bs {
+		float = float || b.val.t.k == kFloat
+		numbers = numbers && b.val.t.numeric()
+	}
+	if float = float || els.t.k == kFloat; float && numbers {
+		t = typ{k: kFloat}
+	}
 	fit := func(v bexpr) (bexpr, error) {
 		if v.t == t {
+			return v, nil
+		}
+		if t.k == kFloat && v.t.numeric() || t.k == kDecimal && v.t.integer() && !isLit(v.e) ||
+			t.k == kDecimal && v.t.k == kDecimal && v.t.scale <= t.scale && !isLit(v.e) {
 			return v, nil
 		}
 		if l, ok := v.e.(plan.Lit); ok && t.k == kDecimal && (l.Kind == plan.LitInt || l.Kind == plan.LitDecimal) {
@@ -561,4 +575,10 @@ func (g *aggCtx) countDistinct(a bexpr, pos int) (bexpr, error) {
 	c := p.addColumn("count", typ{k: kInt}, nil)
 	g.blk.countDistinct = &distinctCount{arg: a, as: c.name}
 	return bexpr{e: plan.Col(c.name), t: typ{k: kInt}, pos: pos}, nil
+}
+
+// isLit reports whether e is a literal (CASE rescales literals itself).
+func isLit(e plan.Expr) bool {
+	_, ok := e.(plan.Lit)
+	return ok
 }

@@ -125,7 +125,8 @@ func TestRandomQueriesMatchDuckDB(t *testing.T) {
 // TestPlannedQueriesMatchDuckDB runs statements of the shapes generated
 // queries once broke on (a plain select of renamed columns, count(DISTINCT)
 // beside other aggregates, over rows and over none; correlated counts over
-// empty groups; a left outer join whose build side is empty) through the SQL path
+// empty groups; a left outer join whose build side is empty; CASE over numbers of
+// different types) through the SQL path
 // on 1, 2 and 3 devices and requires DuckDB's results.
 func TestPlannedQueriesMatchDuckDB(t *testing.T) {
 	f := sf001Fixture(t)
@@ -138,6 +139,8 @@ func TestPlannedQueriesMatchDuckDB(t *testing.T) {
 		"select count(l_tax), count(distinct l_suppkey), count(*) from lineitem where l_quantity < 0",
 		"select r_regionkey from region where (select count(*) from nation where r_regionkey = n_regionkey and n_nationkey < 3) = 0",
 		"select r_regionkey from region where (select count(*) from nation where r_regionkey = n_regionkey) <> 2",
+		"select o_orderkey, case when o_totalprice > 100000 then o_totalprice else o_shippriority end as x from orders where o_orderkey < 100",
+		"select case when l_tax > 0.05 then l_tax * l_discount else l_extendedprice end as y, case when l_tax > 0.05 then l_quantity else l_tax end as z from lineitem where l_orderkey < 40",
 		"select n_nationkey, count(c_name) from nation left join customer on n_nationkey = c_nationkey and c_acctbal = 5657.44 group by n_nationkey",
 		"select r_regionkey from region where 1 < (select max(n_nationkey) from nation where r_regionkey = n_regionkey and n_nationkey < 3)",
 	} {
