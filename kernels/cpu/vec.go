@@ -11,6 +11,7 @@ package cpu
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -95,7 +96,8 @@ func (v *Vec) Bytes() int64 {
 }
 
 // Format renders value i as a result cell: decimals and floats to 2
-// places (half away from zero), dates as YYYY-MM-DD.
+// places (half away from zero; a float from its shortest decimal form, see
+// formatFloat2), dates as YYYY-MM-DD.
 func (v *Vec) Format(i int) string {
 	switch v.Type {
 	case TInt64:
@@ -107,7 +109,7 @@ func (v *Vec) Format(i int) string {
 	case TDecimal:
 		return plan.FormatDecimal(v.I64[i], int(v.Scale), 2)
 	case TFloat64:
-		return strconv.FormatFloat(v.F64[i], 'f', 2, 64)
+		return formatFloat2(v.F64[i])
 	case TString:
 		return string(v.StrAt(i))
 	case TBool:
@@ -192,6 +194,41 @@ func Empty(like *Batch) *Batch {
 		if like.Cols[i].Type == TString {
 			out.Cols[i].Off = []int32{0}
 		}
+	}
+	return out
+}
+
+// formatFloat2 renders f to 2 places, rounding half away from zero the
+// shortest decimal form that reads back as f (2.675 gives 2.68, although
+// the binary value is just below 2.675), so that a float prints as a
+// decimal of the same digits does, and as the DuckDB peer formats its
+// doubles; a value that rounds to zero prints without a sign. NaN and
+// infinities print as strconv writes them.
+func formatFloat2(f float64) string {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	s := strconv.FormatFloat(f, 'f', -1, 64)
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	intPart, frac, _ := strings.Cut(s, ".")
+	frac += "000"
+	digits := []byte(intPart + frac[:2])
+	if frac[2] >= '5' {
+		i := len(digits) - 1
+		for ; i >= 0 && digits[i] == '9'; i-- {
+			digits[i] = '0'
+		}
+		if i < 0 {
+			digits = append([]byte{'1'}, digits...)
+		} else {
+			digits[i]++
+		}
+	}
+	n := len(digits)
+	out := string(digits[:n-2]) + "." + string(digits[n-2:])
+	if neg && strings.Trim(string(digits), "0") != "" {
+		out = "-" + out
 	}
 	return out
 }
