@@ -145,9 +145,12 @@ func (p *planner) lowerBlock(blk *block) (*stream, error) {
 			return nil, err
 		}
 	} else {
-		outs := make([]plan.Named, len(blk.outs))
-		for i, o := range blk.outs {
-			outs[i] = plan.As(o.name, o.e.e)
+		// A column selected twice is projected once (see having).
+		var outs []plan.Named
+		for _, o := range blk.outs {
+			if !slices.ContainsFunc(outs, func(n plan.Named) bool { return n.Name == o.name }) {
+				outs = append(outs, plan.As(o.name, o.e.e))
+			}
 		}
 		s = p.project(s, outs)
 	}
@@ -157,10 +160,14 @@ func (p *planner) lowerBlock(blk *block) (*stream, error) {
 	return s, nil
 }
 
+// names2 lists the columns of outs, each once (a column selected twice
+// is one column of the stream).
 func names2(outs []output) []string {
-	out := make([]string, len(outs))
-	for i, o := range outs {
-		out[i] = o.name
+	var out []string
+	for _, o := range outs {
+		if !slices.Contains(out, o.name) {
+			out = append(out, o.name)
+		}
 	}
 	return out
 }
@@ -1023,9 +1030,13 @@ func (l *lowering) having(s *stream) (*stream, error) {
 		s.p.Where(pred, sel)
 		s.rows = math.Max(1, s.rows*sel)
 	}
-	outs := make([]plan.Named, len(blk.outs))
-	for i, o := range blk.outs {
-		outs[i] = plan.As(o.name, o.e.e)
+	// Select items naming one aggregate twice share its column: project
+	// it once (the result's renaming reads it for each).
+	var outs []plan.Named
+	for _, o := range blk.outs {
+		if !slices.ContainsFunc(outs, func(n plan.Named) bool { return n.Name == o.name }) {
+			outs = append(outs, plan.As(o.name, o.e.e))
+		}
 	}
 	return p.project(s, outs), nil
 }

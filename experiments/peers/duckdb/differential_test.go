@@ -126,7 +126,7 @@ func TestRandomQueriesMatchDuckDB(t *testing.T) {
 // queries once broke on (a plain select of renamed columns, count(DISTINCT)
 // beside other aggregates, over rows and over none; correlated counts over
 // empty groups; a left outer join whose build side is empty; CASE over numbers of
-// different types) through the SQL path
+// different types; a column or aggregate selected twice) through the SQL path
 // on 1, 2 and 3 devices and requires DuckDB's results.
 func TestPlannedQueriesMatchDuckDB(t *testing.T) {
 	f := sf001Fixture(t)
@@ -141,6 +141,10 @@ func TestPlannedQueriesMatchDuckDB(t *testing.T) {
 		"select r_regionkey from region where (select count(*) from nation where r_regionkey = n_regionkey) <> 2",
 		"select o_orderkey, case when o_totalprice > 100000 then o_totalprice else o_shippriority end as x from orders where o_orderkey < 100",
 		"select case when l_tax > 0.05 then l_tax * l_discount else l_extendedprice end as y, case when l_tax > 0.05 then l_quantity else l_tax end as z from lineitem where l_orderkey < 40",
+		"select count(*) as o1, count(*) as o2, min(r_name) as o3 from region",
+		"select n_name as x, n_name as y from nation where n_nationkey < 5",
+		"select distinct n_regionkey as a, n_regionkey as b from nation",
+		"select n_regionkey, avg(n_nationkey) as a1, avg(n_nationkey) as a2 from nation group by n_regionkey",
 		"select n_nationkey, count(c_name) from nation left join customer on n_nationkey = c_nationkey and c_acctbal = 5657.44 group by n_nationkey",
 		"select r_regionkey from region where 1 < (select max(n_nationkey) from nation where r_regionkey = n_regionkey and n_nationkey < 3)",
 	} {
