@@ -32,6 +32,12 @@ const (
 	// minSel bounds every selectivity from below: estimates are
 	// multiplied, and an operator must keep a positive share.
 	minSel = 1e-6
+	// magicShare: a subquery joined on keys whose input rows the outer
+	// side can restrict (magic set) is restricted when the outer side's
+	// distinct keys are below this share of the subquery's groups: the
+	// outer keys are then shuffled, broadcast and semi-joined with the
+	// subquery's input before it aggregates.
+	magicShare = 0.2
 )
 
 // defaultDistinct is the distinct estimate of a column without one: its

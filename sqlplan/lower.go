@@ -126,6 +126,9 @@ func (p *planner) lowerBlock(blk *block) (*stream, error) {
 	for _, r := range inner {
 		l.rows[r] = p.relRows(r, l.local[r])
 	}
+	if m := blk.magic; m != nil {
+		l.rows[m.rel] = math.Max(1, l.rows[m.rel]*m.sel)
+	}
 	s, err := l.joinSet(inner)
 	if err != nil {
 		return nil, err
@@ -491,6 +494,9 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 				}
 			}
 		}
+		if len(sub) == 1 {
+			s = l.magicFor(s, sub[0])
+		}
 		b, err := l.joinSet(sub)
 		if err != nil {
 			return nil, err
@@ -594,6 +600,11 @@ func (l *lowering) open(r *rel) (*stream, error) {
 		for _, n := range l.needed(tmp, map[*rel]bool{r: true}, true) {
 			want[n] = true
 		}
+		if m := l.blk.magic; m != nil && m.rel == r {
+			for _, n := range m.cols {
+				want[n] = true
+			}
+		}
 		var src, cols []string
 		renamed := false
 		for _, c := range r.cols {
@@ -653,8 +664,95 @@ func (l *lowering) open(r *rel) (*stream, error) {
 		s.p.Where(pred, sel)
 		s.rows *= sel
 	}
+	if m := l.blk.magic; m != nil && m.rel == r {
+		sel := math.Max(minSel, m.sel)
+		s.p.Join(plan.JoinSemi, m.build, m.cols, nil, sel, p.rowsWidth(s.cols))
+		s.rows *= sel
+	}
 	s.rows = math.Max(1, s.rows)
 	return s, nil
+}
+
+// magicFor restricts the input of c, a derived relation about to be
+// joined with s on keys, to s's keys when those are few next to c's
+// groups (magicShare): s is shuffled on its keys, its keys broadcast
+// into a hash table that the subquery's relation holding the keys
+// semi-joins right after its scan. It applies when every key is a plain
+// column of one base relation of c's block (for an aggregating block, a
+// group key), so the restriction only drops groups the join drops.
+func (l *lowering) magicFor(s *stream, c *rel) *stream {
+	p := l.p
+	sb := c.sub
+	if sb == nil || c.kind != relInner || sb.limit >= 0 || sb.magic != nil {
+		return s
+	}
+	pk, bk := l.keysBetween(s.rels, map[*rel]bool{c: true}, s.cols, nil)
+	if len(pk) == 0 {
+		return s
+	}
+	var base *rel
+	var cols []string
+	for _, k := range bk {
+		i := slices.IndexFunc(c.out, func(o *column) bool { return o.name == k })
+		if i < 0 {
+			return s
+		}
+		ic, ok := sb.outs[i].e.e.(plan.Col)
+		if !ok {
+			return s
+		}
+		col := p.cols[string(ic)]
+		if col == nil || col.rel == nil || col.rel.table == nil || col.rel.kind != relInner || !slices.Contains(sb.rels, col.rel) {
+			return s
+		}
+		if sb.grouped && !slices.ContainsFunc(sb.keys, func(n plan.Named) bool {
+			kc, ok := n.E.(plan.Col)
+			return ok && n.Name == string(ic) && string(kc) == string(ic)
+		}) {
+			return s
+		}
+		if base != nil && base != col.rel {
+			return s
+		}
+		base, cols = col.rel, append(cols, string(ic))
+	}
+	// The outer keys' distinct values: at most those of any relation of
+	// s joined to them by equalities.
+	outer := 1.0
+	for _, k := range pk {
+		d := p.distinctIn(k, s.rows)
+		for _, m := range l.members[l.class[k]] {
+			if r := p.cols[m].rel; s.rels[r] && l.rows[r] > 0 {
+				d = math.Min(d, p.distinctIn(m, l.rows[r]))
+			}
+		}
+		outer *= d
+	}
+	outer = math.Min(outer, s.rows)
+	groups := p.blockRows(sb)
+	if outer >= magicShare*groups {
+		return s
+	}
+	kept := l.needed(s, s.rels, true)
+	for _, k := range pk {
+		if !slices.Contains(kept, k) {
+			kept = append(kept, k)
+		}
+	}
+	s = p.keep(s, s.colsIn(kept))
+	sh := s.p.Shuffle(pk...)
+	s.p = p.b.From(sh).Named("probe shuffled")
+	s.dist, s.keys = dPart, slices.Clone(pk)
+	m := p.b.From(sh).Named("keys for subquery")
+	m.Select(p.rowsWidth(pk), plan.Keep(pk...)...)
+	bc := m.Broadcast()
+	share := math.Min(1, outer/s.rows)
+	if share >= 0.999 {
+		share = 0
+	}
+	build := p.b.From(bc).Named("build keys").HashBuildRepeating(share, pk...)
+	sb.magic = &magicSet{build: build, rel: base, cols: cols, sel: math.Min(1, outer/groups)}
+	return s
 }
 
 // project replaces s's columns by ns, renaming the partitioning keys.
