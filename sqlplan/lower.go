@@ -53,6 +53,17 @@ type lowering struct {
 	// upper are the columns the block needs after its joins.
 	upper []string
 	rows  map[*rel]float64
+	// bcast are the broadcast hash tables of the block's inner joins on
+	// one key: relations opened later semi-join them on a column joined
+	// to that key by equalities when it keeps few of their rows.
+	bcast []bcastBuild
+}
+
+// bcastBuild is a broadcast hash table on key with distinct keys.
+type bcastBuild struct {
+	build    int
+	key      string
+	distinct float64
 }
 
 func (p *planner) rowsWidth(cols []string) int {
@@ -397,14 +408,40 @@ func (l *lowering) keysBetween(a, b map[*rel]bool, acols, bcols []string) (ka, k
 	return ka, kb
 }
 
-// fanout estimates rows of a join per row of the probe side: build rows
-// over the larger distinct count of each key pair.
-func (p *planner) fanout(probeRows, buildRows float64, pk, bk []string) float64 {
-	f := buildRows
-	for i := range pk {
-		f /= math.Max(p.distinctIn(pk[i], probeRows), p.distinctIn(bk[i], buildRows))
+// keyDistinct is column c's distinct values among rows rows of the
+// relations rels: at most those of any of them joined to c by
+// equalities, after its own conditions.
+func (l *lowering) keyDistinct(c string, rows float64, rels map[*rel]bool) float64 {
+	d := l.p.distinctIn(c, rows)
+	if cl, ok := l.class[c]; ok {
+		for _, m := range l.members[cl] {
+			if r := l.p.cols[m].rel; rels[r] && l.rows[r] > 0 {
+				d = math.Min(d, l.p.distinctIn(m, l.rows[r]))
+			}
+		}
 	}
-	return f
+	return d
+}
+
+// fanout estimates rows of a join per row of the probe side: build rows
+// over the larger distinct count of the keys' combinations on either
+// side (containment). A side's combinations are the product of its keys'
+// distinct counts, at most its rows; when every probe key has no more
+// distinct values than its build key, the probe's combinations are taken
+// to be among the build's (a foreign key of several columns).
+func (l *lowering) fanout(probeRows, buildRows float64, pk, bk []string, prels, brels map[*rel]bool) float64 {
+	dp, db := 1.0, 1.0
+	contained := true
+	for i := range pk {
+		x, y := l.keyDistinct(pk[i], probeRows, prels), l.keyDistinct(bk[i], buildRows, brels)
+		dp, db = dp*x, db*y
+		contained = contained && x <= y
+	}
+	dp, db = math.Min(dp, math.Max(1, probeRows)), math.Min(db, math.Max(1, buildRows))
+	if contained {
+		dp = math.Min(dp, db)
+	}
+	return buildRows / math.Max(dp, db)
 }
 
 func setOf(rs []*rel) map[*rel]bool {
@@ -420,7 +457,6 @@ func setOf(rs []*rel) map[*rel]bool {
 // grown by the smallest fan-out, Prim's way), and each subtree of the
 // largest relation is joined on its own and built.
 func (l *lowering) joinSet(rs []*rel) (*stream, error) {
-	p := l.p
 	root := rs[0]
 	for _, r := range rs[1:] {
 		if l.rows[r] > l.rows[root] {
@@ -445,7 +481,7 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 				if len(pk) == 0 {
 					continue
 				}
-				f := p.fanout(l.rows[t], l.rows[c], pk, bk)
+				f := l.fanout(l.rows[t], l.rows[c], pk, bk, map[*rel]bool{t: true}, map[*rel]bool{c: true})
 				if f < bestFan {
 					best, bestParent, bestFan = c, t, f
 				}
@@ -605,6 +641,10 @@ func (l *lowering) open(r *rel) (*stream, error) {
 				want[n] = true
 			}
 		}
+		transfers := l.transfers(r)
+		for _, t := range transfers {
+			want[t.col] = true
+		}
 		var src, cols []string
 		renamed := false
 		for _, c := range r.cols {
@@ -669,8 +709,49 @@ func (l *lowering) open(r *rel) (*stream, error) {
 		s.p.Join(plan.JoinSemi, m.build, m.cols, nil, sel, p.rowsWidth(s.cols))
 		s.rows *= sel
 	}
+	if r.table != nil {
+		for _, t := range l.transfers(r) {
+			s.p.Join(plan.JoinSemi, t.build, []string{t.col}, nil, t.sel, p.rowsWidth(s.cols))
+			s.rows *= t.sel
+		}
+	}
 	s.rows = math.Max(1, s.rows)
 	return s, nil
+}
+
+// transfer is a semi join of a relation's column with a broadcast hash
+// table of a column it is joined to.
+type transfer struct {
+	build int
+	col   string
+	sel   float64
+}
+
+// transfers lists the broadcast hash tables built so far that base
+// relation r can semi-join right after its scan: a table on a key that
+// equalities join to a column of r, whose distinct keys are below
+// magicShare of that column's distinct values among r's rows. Every row
+// of the block joins the table's relation on that key, so a row of r
+// without a match could not reach the result.
+func (l *lowering) transfers(r *rel) []transfer {
+	var out []transfer
+	for _, c := range r.cols {
+		cl, ok := l.class[c.name]
+		if !ok {
+			continue
+		}
+		for _, bb := range l.bcast {
+			if k, ok := l.class[bb.key]; !ok || k != cl || l.p.cols[bb.key].rel == r {
+				continue
+			}
+			d := l.p.distinctIn(c.name, l.rows[r])
+			if bb.distinct < magicShare*d {
+				out = append(out, transfer{build: bb.build, col: c.name, sel: math.Max(minSel, bb.distinct/d)})
+				break
+			}
+		}
+	}
+	return out
 }
 
 // magicFor restricts the input of c, a derived relation about to be
@@ -720,13 +801,7 @@ func (l *lowering) magicFor(s *stream, c *rel) *stream {
 	// s joined to them by equalities.
 	outer := 1.0
 	for _, k := range pk {
-		d := p.distinctIn(k, s.rows)
-		for _, m := range l.members[l.class[k]] {
-			if r := p.cols[m].rel; s.rels[r] && l.rows[r] > 0 {
-				d = math.Min(d, p.distinctIn(m, l.rows[r]))
-			}
-		}
-		outer *= d
+		outer *= l.keyDistinct(k, s.rows, s.rels)
 	}
 	outer = math.Min(outer, s.rows)
 	groups := p.blockRows(sb)
@@ -913,6 +988,9 @@ func (l *lowering) join(s, b *stream, pk, bk []string, kind plan.JoinKind, carry
 	if broadcast {
 		bc := b.p.Broadcast()
 		build = p.b.From(bc).Named("build broadcast").HashBuildRepeating(share, bk...)
+		if kind == plan.JoinInner && len(bk) == 1 {
+			l.bcast = append(l.bcast, bcastBuild{build: build, key: bk[0], distinct: d})
+		}
 	} else {
 		if !(b.dist == dPart && slices.Equal(b.keys, bk)) {
 			sh := b.p.Shuffle(bk...)
@@ -937,7 +1015,7 @@ func (l *lowering) join(s, b *stream, pk, bk []string, kind plan.JoinKind, carry
 	var sel float64
 	switch kind {
 	case plan.JoinInner, plan.JoinLeftOuter:
-		sel = p.fanout(s.rows, b.rows, pk, bk)
+		sel = l.fanout(s.rows, b.rows, pk, bk, s.rels, b.rels)
 		if len(pk) == 0 {
 			sel = b.rows
 		}
@@ -947,7 +1025,7 @@ func (l *lowering) join(s, b *stream, pk, bk []string, kind plan.JoinKind, carry
 	case plan.JoinSemi, plan.JoinAnti:
 		m := 1.0
 		for i := range pk {
-			m = math.Min(m, p.distinctIn(bk[i], b.rows)/p.distinctIn(pk[i], s.rows))
+			m = math.Min(m, l.keyDistinct(bk[i], b.rows, b.rels)/l.keyDistinct(pk[i], s.rows, s.rels))
 		}
 		sel = m
 		if kind == plan.JoinAnti {
