@@ -38,6 +38,11 @@ const (
 	// outer keys are then shuffled, broadcast and semi-joined with the
 	// subquery's input before it aggregates.
 	magicShare = 0.2
+	// transferShare: a scan semi-joins an existing broadcast hash table
+	// of a key its column is joined to when the table's distinct keys
+	// are below this share of the column's (a probe of a small table
+	// costs less than carrying the rows it drops).
+	transferShare = 0.5
 )
 
 // defaultDistinct is the distinct estimate of a column without one: its

@@ -498,17 +498,31 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 		}
 		in[best], parent[best], fan[best] = true, bestParent, bestFan
 	}
+	// A subtree shrinks the rows by its fan-out times its own subtrees'
+	// (those below 1): the most reducing subtrees join first.
+	var reduce func(c *rel) float64
+	reduce = func(c *rel) float64 {
+		f := fan[c]
+		for _, x := range rs {
+			if parent[x] == c {
+				f *= math.Min(1, reduce(x))
+			}
+		}
+		return f
+	}
 	var children []*rel
+	red := map[*rel]float64{}
 	for _, c := range rs {
 		if parent[c] == root {
 			children = append(children, c)
+			red[c] = reduce(c)
 		}
 	}
 	slices.SortStableFunc(children, func(a, b *rel) int {
 		switch {
-		case fan[a] < fan[b]:
+		case red[a] < red[b]:
 			return -1
-		case fan[a] > fan[b]:
+		case red[a] > red[b]:
 			return 1
 		}
 		return 0
@@ -730,7 +744,7 @@ type transfer struct {
 // transfers lists the broadcast hash tables built so far that base
 // relation r can semi-join right after its scan: a table on a key that
 // equalities join to a column of r, whose distinct keys are below
-// magicShare of that column's distinct values among r's rows. Every row
+// transferShare of that column's distinct values among r's rows. Every row
 // of the block joins the table's relation on that key, so a row of r
 // without a match could not reach the result.
 func (l *lowering) transfers(r *rel) []transfer {
@@ -745,7 +759,7 @@ func (l *lowering) transfers(r *rel) []transfer {
 				continue
 			}
 			d := l.p.distinctIn(c.name, l.rows[r])
-			if bb.distinct < magicShare*d {
+			if bb.distinct < transferShare*d {
 				out = append(out, transfer{build: bb.build, col: c.name, sel: math.Max(minSel, bb.distinct/d)})
 				break
 			}
