@@ -122,9 +122,32 @@ func (p *planner) sel(pred plan.Expr) float64 {
 	a := c.Args
 	switch c.Fn {
 	case plan.FnAnd:
+		// Comparisons of one column with constants bound one range.
 		s := 1.0
-		for _, x := range a {
+		type bounds struct{ lo, hi int64 }
+		ranges := map[string]*bounds{}
+		var order []string
+		for _, x := range splitAnd(c) {
+			if xc, ok := x.(plan.Call); ok && xc.Fn != plan.FnEq && xc.Fn != plan.FnIn {
+				if col, lo, hi, ok := p.rangeOf(xc); ok {
+					b := ranges[col]
+					if b == nil {
+						b = &bounds{math.MinInt64, math.MaxInt64}
+						ranges[col] = b
+						order = append(order, col)
+					}
+					b.lo, b.hi = max(b.lo, lo), min(b.hi, hi)
+					continue
+				}
+			}
 			s *= p.selectivity(x)
+		}
+		for _, col := range order {
+			b := ranges[col]
+			if b.lo > b.hi {
+				return minSel
+			}
+			s *= math.Max(minSel, p.rangeShare(col, b.lo, b.hi))
 		}
 		return s
 	case plan.FnOr:

@@ -339,8 +339,8 @@ func (p *planner) relRows(r *rel, local []plan.Expr) float64 {
 	} else {
 		rows = p.blockRows(r.sub)
 	}
-	for _, c := range local {
-		rows *= p.selectivity(c)
+	if len(local) > 0 {
+		rows *= p.selectivity(and(local))
 	}
 	return math.Max(1, rows)
 }
