@@ -879,9 +879,6 @@ func (p specParser) queries(s *Spec, at *specKeys) error {
 			if err != nil {
 				return err
 			}
-			if slices.Contains(known, sq.Name) {
-				return p.errf(it, "SQL query name %q is a TPC-H query's: give it another", sq.Name)
-			}
 			s.SQL = append(s.SQL, sq)
 			q = sq.Name
 		} else {

@@ -23,7 +23,7 @@ func TestParseSpecErrors(t *testing.T) {
 		{"huge_reps.yaml", `line 5: reps 99999999999 outside [1, 1000000]`},
 		{"too_many_runs.yaml", `line 5: the spec expands to 1.8e+06 runs`},
 		{"sql_missing_file.yaml", `line 5: sql: read query testdata/sql/no-such-file.sql`},
-		{"sql_tpch_name.yaml", `line 4: SQL query name "q6" is a TPC-H query's`},
+		{"sql_tpch_name.yaml", `line 4: sql: query name "q6"`},
 		{"engine_no_dataset.yaml", `line 3: the engine backend needs a dataset folder`},
 		{"engine_sf.yaml", `line 6: sf is for the sim backend`},
 		{"unknown_query.yaml", `line 5: unknown query "q23"`},

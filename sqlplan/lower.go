@@ -971,7 +971,17 @@ func (l *lowering) applyReady(s *stream) error {
 // shuffled on the keys (a side already partitioned on them stays).
 func (l *lowering) join(s, b *stream, pk, bk []string, kind plan.JoinKind, carry []string) (*stream, error) {
 	p := l.p
+	pk, bk = slices.Clone(pk), slices.Clone(bk)
 	for i := range pk {
+		// The engine hashes, partitions and compares join keys of one
+		// type: an int32 key joins an int64 one widened to int64.
+		if tp, tb := p.cols[pk[i]].t, p.cols[bk[i]].t; tp != tb && tp.integer() && tb.integer() {
+			if tp.k == kInt32 {
+				s, pk[i] = p.widen(s, pk[i])
+			} else {
+				b, bk[i] = p.widen(b, bk[i])
+			}
+		}
 		if p.cols[pk[i]].t != p.cols[bk[i]].t {
 			return nil, p.errAt(l.blk.pos, "join of %s (%s) with %s (%s): keys of a join must have one type",
 				p.sqlName(pk[i]), p.cols[pk[i]].t, p.sqlName(bk[i]), p.cols[bk[i]].t)
@@ -1191,4 +1201,17 @@ func (p *planner) groupBy(s *stream, keys []string, aggs []plan.Agg) *stream {
 // dedup removes duplicate rows of s over cols.
 func (p *planner) dedup(s *stream, cols []string) *stream {
 	return p.groupBy(s, cols, nil)
+}
+
+// widen adds to s an int64 copy of its int32 column col (integer
+// arithmetic yields int64 in the engine: col + 0) and returns the new
+// stream and the copy's name.
+func (p *planner) widen(s *stream, col string) (*stream, string) {
+	c := p.addColumn(p.sqlName(col), typ{k: kInt}, p.cols[col].rel)
+	ns := make([]plan.Named, 0, len(s.cols)+1)
+	for _, x := range s.cols {
+		ns = append(ns, plan.As(x, plan.Col(x)))
+	}
+	ns = append(ns, plan.As(c.name, plan.Add(plan.Col(col), plan.Int(0))))
+	return p.project(s, ns), c.name
 }

@@ -141,7 +141,8 @@ func (p *planner) correlate(sb *block, blk *block) (*correlation, error) {
 				if own[cb.rel] {
 					a, b, ca, cb = b, a, cb, ca
 				}
-				if own[ca.rel] && outer[cb.rel] && ca.t == cb.t {
+				// Integer keys of either width hash and compare alike.
+				if own[ca.rel] && outer[cb.rel] && (ca.t == cb.t || ca.t.integer() && cb.t.integer()) {
 					co.innerKeys = append(co.innerKeys, string(a))
 					co.outerKeys = append(co.outerKeys, string(b))
 					continue
@@ -329,7 +330,8 @@ func (p *planner) inSubquery(e *sqlparser.ComparisonExpr, sub *sqlparser.Subquer
 		return p.errAt(lhs.pos, "IN (subquery) needs a column on its left, not %s", lhs.e)
 	}
 	out := sb.outs[0]
-	if out.e.t != lhs.t {
+	// Integer keys of either width hash and compare alike in the join.
+	if out.e.t != lhs.t && !(out.e.t.integer() && lhs.t.integer()) {
 		return p.errAt(lhs.pos, "IN (subquery) compares %s with %s: the two must have one type", lhs.t, out.e.t)
 	}
 	not := e.Operator == sqlparser.NotInOp

@@ -8,7 +8,6 @@ import (
 	"gostachio/engine"
 	"gostachio/internal/sqlquery"
 	"gostachio/sqlplan"
-	"gostachio/tpch/queries"
 )
 
 func init() { commands = append(commands, newQueryCmd) }
@@ -32,7 +31,10 @@ for the devices the run uses.`,
 			if err := rf.resolve(g); err != nil {
 				return err
 			}
-			o.Catalog = queries.Catalog()
+			var err error
+			if o.Catalog, err = sqlf.tpchCatalog(engineWorkers(&o)); err != nil {
+				return err
+			}
 			if sqlf.given(c) {
 				q, err := sqlf.query(c, "query")
 				if err != nil {
@@ -48,6 +50,7 @@ for the devices the run uses.`,
 	}
 	rf = addRunFlags(cmd.Flags(), &o, false)
 	sqlf = addSQLFlags(cmd.Flags())
+	sqlf.addPlansFlag(cmd.Flags())
 	_ = cmd.MarkFlagRequired("data")
 	return cmd
 }

@@ -7,13 +7,17 @@ import (
 	"github.com/spf13/pflag"
 
 	"gostachio/internal/sqlquery"
+	"gostachio/plan"
 	"gostachio/sqlplan"
+	"gostachio/tpch/queries"
 )
 
 // sqlFlags are the flags that give a command one SQL query instead of a
 // TPC-H query name.
 type sqlFlags struct {
 	text, file, name string
+	// plans picks how TPC-H query names are planned (tpchCatalog).
+	plans string
 }
 
 func addSQLFlags(f *pflag.FlagSet) *sqlFlags {
@@ -22,6 +26,24 @@ func addSQLFlags(f *pflag.FlagSet) *sqlFlags {
 	f.StringVar(&s.file, "sql-file", "", "run the SQL query in this file instead of --query")
 	f.StringVar(&s.name, "name", sqlquery.DefaultName, "with --sql or --sql-file: the query's name in results and traces")
 	return s
+}
+
+// addPlansFlag adds --plans, which picks how a command plans TPC-H query
+// names, to a command that runs them.
+func (s *sqlFlags) addPlansFlag(f *pflag.FlagSet) {
+	f.StringVar(&s.plans, "plans", "hand-built", "how TPC-H queries (--query) are planned: hand-built (tpch/queries), or sql (by the SQL planner, from their texts in tpch/queries/sql)")
+}
+
+// tpchCatalog is the catalog of TPC-H query names --plans asks for, SQL
+// plans sized for workers (0: the planner's default).
+func (s *sqlFlags) tpchCatalog(workers int) (plan.Catalog, error) {
+	switch s.plans {
+	case "", "hand-built":
+		return queries.Catalog(), nil
+	case "sql":
+		return queries.SQLCatalog(sqlplan.Options{Workers: workers}), nil
+	}
+	return plan.Catalog{}, fmt.Errorf("--plans %q: want hand-built or sql", s.plans)
 }
 
 // given reports whether the command was given an SQL query (an empty

@@ -10,7 +10,6 @@ import (
 	"gostachio/engine/cluster"
 	"gostachio/internal/sqlquery"
 	"gostachio/sqlplan"
-	"gostachio/tpch/queries"
 )
 
 func init() { commands = append(commands, newWorkerCmd) }
@@ -63,17 +62,20 @@ worker's plan differs from its own.`,
 				defer refs.Close()
 				o.BetweenQueries = refs.Hook()
 			}
-			o.Catalog = queries.Catalog()
+			// Every worker must plan alike: from what all of them are
+			// told, not from their own machine's cores.
+			var workers int
+			if rv, err := cluster.FromEnv(os.Getenv); err == nil && o.Devices > 0 {
+				workers = rv.World * o.Devices
+			}
+			var err error
+			if o.Catalog, err = sqlf.tpchCatalog(workers); err != nil {
+				return err
+			}
 			if sqlf.given(c) {
 				q, err := sqlf.query(c, "query")
 				if err != nil {
 					return err
-				}
-				// Every worker must plan alike: from what all of them are
-				// told, not from their own machine's cores.
-				var workers int
-				if rv, err := cluster.FromEnv(os.Getenv); err == nil && o.Devices > 0 {
-					workers = rv.World * o.Devices
 				}
 				if o.Catalog, err = sqlquery.Catalog([]sqlplan.Query{q}, sqlplan.Options{Workers: workers}); err != nil {
 					return err
@@ -86,6 +88,7 @@ worker's plan differs from its own.`,
 	f := cmd.Flags()
 	rf = addRunFlags(f, &o.RunOptions, true)
 	sqlf = addSQLFlags(f)
+	sqlf.addPlansFlag(f)
 	f.DurationVar(&o.Timeout, "timeout", 5*time.Second, "fail the run when a worker is silent or a transfer stalls this long")
 	f.StringVar(&o.Transport, "transport", "tcp", "exchange transport: tcp, or rdma (needs a binary built with -tags rdma: make build-rdma)")
 	f.IntVar(&ro.CPUEvery, "cpu-reference-every", 0, "rank 0 times the CPU reference after every N-th query, while the others wait (0: never)")

@@ -1,11 +1,15 @@
 package peer
 
 import (
+	"bytes"
 	"context"
+	"encoding/csv"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -141,4 +145,90 @@ func TestSQLMatchesDuckDB(t *testing.T) {
 		// Every query on the other device counts too.
 		crossCheck(t, c, sf, "sql", fromSQL, append(opts[1:], opts[0]))
 	}
+}
+
+// TestClusterSQLMatchesDuckDB runs the 22 SQL-planned queries on an
+// emulated cluster of two worker processes (loopback TCP, one device
+// each: 'gostachio cluster --nodes 2 -- query --plans sql') over SF0.01
+// and requires DuckDB's results over the same data.
+func TestClusterSQLMatchesDuckDB(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds the gostachio binary and starts two workers")
+	}
+	const sf = 0.01
+	c := crossFixture(t, sf)
+	bin := filepath.Join(t.TempDir(), "gostachio")
+	build := exec.Command("go", "build", "-o", bin, "./cmd/gostachio")
+	build.Dir = filepath.Join("..", "..", "..") // the main module
+	build.Env = append(os.Environ(), "GOFLAGS=-ldflags=-checklinkname=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	run := exec.Command(bin, "cluster", "--nodes", "2", "--", "query", "--data", c.ds.Dir, "--query", "all",
+		"--plans", "sql", "--format", "csv", "--devices", "1", "--buffered")
+	var out, errOut bytes.Buffer
+	run.Stdout, run.Stderr = &out, &errOut
+	if err := run.Run(); err != nil {
+		t.Fatalf("cluster: %v\n%s", err, errOut.String())
+	}
+	got, err := splitCSVResults(out.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range QueryNames() {
+		want, _, err := c.db.Query(context.Background(), name)
+		if err != nil {
+			t.Fatalf("duckdb %s: %v", name, err)
+		}
+		g, ok := got[name]
+		if !ok {
+			t.Errorf("%s: no result from the cluster", name)
+			continue
+		}
+		if err := verify.Compare(g, want, false); err != nil {
+			t.Errorf("sql %s at SF%g on 2 nodes differs from DuckDB: %v", name, sf, err)
+		}
+	}
+}
+
+// splitCSVResults splits `query --format csv` output of several queries
+// ("-- qN" lines, each followed by a CSV header and rows) into tables.
+func splitCSVResults(out string) (map[string]*verify.Table, error) {
+	res := map[string]*verify.Table{}
+	var name string
+	var section strings.Builder
+	flush := func() error {
+		if name == "" {
+			return nil
+		}
+		recs, err := csv.NewReader(strings.NewReader(section.String())).ReadAll()
+		if err != nil {
+			return fmt.Errorf("result of %s: %w", name, err)
+		}
+		if len(recs) == 0 {
+			return fmt.Errorf("result of %s: no header", name)
+		}
+		res[name] = &verify.Table{Header: recs[0], Rows: recs[1:]}
+		return nil
+	}
+	for _, line := range strings.SplitAfter(out, "\n") {
+		if q, ok := strings.CutPrefix(line, "-- "); ok {
+			if err := flush(); err != nil {
+				return nil, err
+			}
+			name = strings.TrimSpace(q)
+			section.Reset()
+			continue
+		}
+		if line == "\n" {
+			// One empty cell (a NULL), which encoding/csv would skip as a
+			// blank line.
+			line = "\"\"\n"
+		}
+		section.WriteString(line)
+	}
+	if err := flush(); err != nil {
+		return nil, err
+	}
+	return res, nil
 }
