@@ -32,6 +32,17 @@ const (
 	// minSel bounds every selectivity from below: estimates are
 	// multiplied, and an operator must keep a positive share.
 	minSel = 1e-6
+	// magicShare: a subquery joined on keys whose input rows the outer
+	// side can restrict (magic set) is restricted when the outer side's
+	// distinct keys are below this share of the subquery's groups: the
+	// outer keys are then shuffled, broadcast and semi-joined with the
+	// subquery's input before it aggregates.
+	magicShare = 0.2
+	// transferShare: a scan semi-joins an existing broadcast hash table
+	// of a key its column is joined to when the table's distinct keys
+	// are below this share of the column's (a probe of a small table
+	// costs less than carrying the rows it drops).
+	transferShare = 0.5
 )
 
 // defaultDistinct is the distinct estimate of a column without one: its
@@ -111,9 +122,32 @@ func (p *planner) sel(pred plan.Expr) float64 {
 	a := c.Args
 	switch c.Fn {
 	case plan.FnAnd:
+		// Comparisons of one column with constants bound one range.
 		s := 1.0
-		for _, x := range a {
+		type bounds struct{ lo, hi int64 }
+		ranges := map[string]*bounds{}
+		var order []string
+		for _, x := range splitAnd(c) {
+			if xc, ok := x.(plan.Call); ok && xc.Fn != plan.FnEq && xc.Fn != plan.FnIn {
+				if col, lo, hi, ok := p.rangeOf(xc); ok {
+					b := ranges[col]
+					if b == nil {
+						b = &bounds{math.MinInt64, math.MaxInt64}
+						ranges[col] = b
+						order = append(order, col)
+					}
+					b.lo, b.hi = max(b.lo, lo), min(b.hi, hi)
+					continue
+				}
+			}
 			s *= p.selectivity(x)
+		}
+		for _, col := range order {
+			b := ranges[col]
+			if b.lo > b.hi {
+				return minSel
+			}
+			s *= math.Max(minSel, p.rangeShare(col, b.lo, b.hi))
 		}
 		return s
 	case plan.FnOr:

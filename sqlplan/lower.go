@@ -53,6 +53,17 @@ type lowering struct {
 	// upper are the columns the block needs after its joins.
 	upper []string
 	rows  map[*rel]float64
+	// bcast are the broadcast hash tables of the block's inner joins on
+	// one key: relations opened later semi-join them on a column joined
+	// to that key by equalities when it keeps few of their rows.
+	bcast []bcastBuild
+}
+
+// bcastBuild is a broadcast hash table on key with distinct keys.
+type bcastBuild struct {
+	build    int
+	key      string
+	distinct float64
 }
 
 func (p *planner) rowsWidth(cols []string) int {
@@ -125,6 +136,9 @@ func (p *planner) lowerBlock(blk *block) (*stream, error) {
 	}
 	for _, r := range inner {
 		l.rows[r] = p.relRows(r, l.local[r])
+	}
+	if m := blk.magic; m != nil {
+		l.rows[m.rel] = math.Max(1, l.rows[m.rel]*m.sel)
 	}
 	s, err := l.joinSet(inner)
 	if err != nil {
@@ -332,8 +346,8 @@ func (p *planner) relRows(r *rel, local []plan.Expr) float64 {
 	} else {
 		rows = p.blockRows(r.sub)
 	}
-	for _, c := range local {
-		rows *= p.selectivity(c)
+	if len(local) > 0 {
+		rows *= p.selectivity(and(local))
 	}
 	return math.Max(1, rows)
 }
@@ -401,14 +415,40 @@ func (l *lowering) keysBetween(a, b map[*rel]bool, acols, bcols []string) (ka, k
 	return ka, kb
 }
 
-// fanout estimates rows of a join per row of the probe side: build rows
-// over the larger distinct count of each key pair.
-func (p *planner) fanout(probeRows, buildRows float64, pk, bk []string) float64 {
-	f := buildRows
-	for i := range pk {
-		f /= math.Max(p.distinctIn(pk[i], probeRows), p.distinctIn(bk[i], buildRows))
+// keyDistinct is column c's distinct values among rows rows of the
+// relations rels: at most those of any of them joined to c by
+// equalities, after its own conditions.
+func (l *lowering) keyDistinct(c string, rows float64, rels map[*rel]bool) float64 {
+	d := l.p.distinctIn(c, rows)
+	if cl, ok := l.class[c]; ok {
+		for _, m := range l.members[cl] {
+			if r := l.p.cols[m].rel; rels[r] && l.rows[r] > 0 {
+				d = math.Min(d, l.p.distinctIn(m, l.rows[r]))
+			}
+		}
 	}
-	return f
+	return d
+}
+
+// fanout estimates rows of a join per row of the probe side: build rows
+// over the larger distinct count of the keys' combinations on either
+// side (containment). A side's combinations are the product of its keys'
+// distinct counts, at most its rows; when every probe key has no more
+// distinct values than its build key, the probe's combinations are taken
+// to be among the build's (a foreign key of several columns).
+func (l *lowering) fanout(probeRows, buildRows float64, pk, bk []string, prels, brels map[*rel]bool) float64 {
+	dp, db := 1.0, 1.0
+	contained := true
+	for i := range pk {
+		x, y := l.keyDistinct(pk[i], probeRows, prels), l.keyDistinct(bk[i], buildRows, brels)
+		dp, db = dp*x, db*y
+		contained = contained && x <= y
+	}
+	dp, db = math.Min(dp, math.Max(1, probeRows)), math.Min(db, math.Max(1, buildRows))
+	if contained {
+		dp = math.Min(dp, db)
+	}
+	return buildRows / math.Max(dp, db)
 }
 
 func setOf(rs []*rel) map[*rel]bool {
@@ -424,7 +464,6 @@ func setOf(rs []*rel) map[*rel]bool {
 // grown by the smallest fan-out, Prim's way), and each subtree of the
 // largest relation is joined on its own and built.
 func (l *lowering) joinSet(rs []*rel) (*stream, error) {
-	p := l.p
 	root := rs[0]
 	for _, r := range rs[1:] {
 		if l.rows[r] > l.rows[root] {
@@ -449,7 +488,7 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 				if len(pk) == 0 {
 					continue
 				}
-				f := p.fanout(l.rows[t], l.rows[c], pk, bk)
+				f := l.fanout(l.rows[t], l.rows[c], pk, bk, map[*rel]bool{t: true}, map[*rel]bool{c: true})
 				if f < bestFan {
 					best, bestParent, bestFan = c, t, f
 				}
@@ -466,17 +505,31 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 		}
 		in[best], parent[best], fan[best] = true, bestParent, bestFan
 	}
+	// A subtree shrinks the rows by its fan-out times its own subtrees'
+	// (those below 1): the most reducing subtrees join first.
+	var reduce func(c *rel) float64
+	reduce = func(c *rel) float64 {
+		f := fan[c]
+		for _, x := range rs {
+			if parent[x] == c {
+				f *= math.Min(1, reduce(x))
+			}
+		}
+		return f
+	}
 	var children []*rel
+	red := map[*rel]float64{}
 	for _, c := range rs {
 		if parent[c] == root {
 			children = append(children, c)
+			red[c] = reduce(c)
 		}
 	}
 	slices.SortStableFunc(children, func(a, b *rel) int {
 		switch {
-		case fan[a] < fan[b]:
+		case red[a] < red[b]:
 			return -1
-		case fan[a] > fan[b]:
+		case red[a] > red[b]:
 			return 1
 		}
 		return 0
@@ -497,6 +550,9 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 					break
 				}
 			}
+		}
+		if len(sub) == 1 {
+			s = l.magicFor(s, sub[0])
 		}
 		b, err := l.joinSet(sub)
 		if err != nil {
@@ -601,6 +657,15 @@ func (l *lowering) open(r *rel) (*stream, error) {
 		for _, n := range l.needed(tmp, map[*rel]bool{r: true}, true) {
 			want[n] = true
 		}
+		if m := l.blk.magic; m != nil && m.rel == r {
+			for _, n := range m.cols {
+				want[n] = true
+			}
+		}
+		transfers := l.transfers(r)
+		for _, t := range transfers {
+			want[t.col] = true
+		}
 		var src, cols []string
 		renamed := false
 		for _, c := range r.cols {
@@ -660,8 +725,130 @@ func (l *lowering) open(r *rel) (*stream, error) {
 		s.p.Where(pred, sel)
 		s.rows *= sel
 	}
+	if m := l.blk.magic; m != nil && m.rel == r {
+		sel := math.Max(minSel, m.sel)
+		s.p.Join(plan.JoinSemi, m.build, m.cols, nil, sel, p.rowsWidth(s.cols))
+		s.rows *= sel
+	}
+	if r.table != nil {
+		for _, t := range l.transfers(r) {
+			s.p.Join(plan.JoinSemi, t.build, []string{t.col}, nil, t.sel, p.rowsWidth(s.cols))
+			s.rows *= t.sel
+		}
+	}
 	s.rows = math.Max(1, s.rows)
 	return s, nil
+}
+
+// transfer is a semi join of a relation's column with a broadcast hash
+// table of a column it is joined to.
+type transfer struct {
+	build int
+	col   string
+	sel   float64
+}
+
+// transfers lists the broadcast hash tables built so far that base
+// relation r can semi-join right after its scan: a table on a key that
+// equalities join to a column of r, whose distinct keys are below
+// transferShare of that column's distinct values among r's rows. Every row
+// of the block joins the table's relation on that key, so a row of r
+// without a match could not reach the result.
+func (l *lowering) transfers(r *rel) []transfer {
+	var out []transfer
+	for _, c := range r.cols {
+		cl, ok := l.class[c.name]
+		if !ok {
+			continue
+		}
+		for _, bb := range l.bcast {
+			if k, ok := l.class[bb.key]; !ok || k != cl || l.p.cols[bb.key].rel == r {
+				continue
+			}
+			d := l.p.distinctIn(c.name, l.rows[r])
+			if bb.distinct < transferShare*d {
+				out = append(out, transfer{build: bb.build, col: c.name, sel: math.Max(minSel, bb.distinct/d)})
+				break
+			}
+		}
+	}
+	return out
+}
+
+// magicFor restricts the input of c, a derived relation about to be
+// joined with s on keys, to s's keys when those are few next to c's
+// groups (magicShare): s is shuffled on its keys, its keys broadcast
+// into a hash table that the subquery's relation holding the keys
+// semi-joins right after its scan. It applies when every key is a plain
+// column of one base relation of c's block (for an aggregating block, a
+// group key), so the restriction only drops groups the join drops.
+func (l *lowering) magicFor(s *stream, c *rel) *stream {
+	p := l.p
+	sb := c.sub
+	if sb == nil || c.kind != relInner || sb.limit >= 0 || sb.magic != nil {
+		return s
+	}
+	pk, bk := l.keysBetween(s.rels, map[*rel]bool{c: true}, s.cols, nil)
+	if len(pk) == 0 {
+		return s
+	}
+	var base *rel
+	var cols []string
+	for _, k := range bk {
+		i := slices.IndexFunc(c.out, func(o *column) bool { return o.name == k })
+		if i < 0 {
+			return s
+		}
+		ic, ok := sb.outs[i].e.e.(plan.Col)
+		if !ok {
+			return s
+		}
+		col := p.cols[string(ic)]
+		if col == nil || col.rel == nil || col.rel.table == nil || col.rel.kind != relInner || !slices.Contains(sb.rels, col.rel) {
+			return s
+		}
+		if sb.grouped && !slices.ContainsFunc(sb.keys, func(n plan.Named) bool {
+			kc, ok := n.E.(plan.Col)
+			return ok && n.Name == string(ic) && string(kc) == string(ic)
+		}) {
+			return s
+		}
+		if base != nil && base != col.rel {
+			return s
+		}
+		base, cols = col.rel, append(cols, string(ic))
+	}
+	// The outer keys' distinct values: at most those of any relation of
+	// s joined to them by equalities.
+	outer := 1.0
+	for _, k := range pk {
+		outer *= l.keyDistinct(k, s.rows, s.rels)
+	}
+	outer = math.Min(outer, s.rows)
+	groups := p.blockRows(sb)
+	if outer >= magicShare*groups {
+		return s
+	}
+	kept := l.needed(s, s.rels, true)
+	for _, k := range pk {
+		if !slices.Contains(kept, k) {
+			kept = append(kept, k)
+		}
+	}
+	s = p.keep(s, s.colsIn(kept))
+	sh := s.p.Shuffle(pk...)
+	s.p = p.b.From(sh).Named("probe shuffled")
+	s.dist, s.keys = dPart, slices.Clone(pk)
+	m := p.b.From(sh).Named("keys for subquery")
+	m.Select(p.rowsWidth(pk), plan.Keep(pk...)...)
+	bc := m.Broadcast()
+	share := math.Min(1, outer/s.rows)
+	if share >= 0.999 {
+		share = 0
+	}
+	build := p.b.From(bc).Named("build keys").HashBuildRepeating(share, pk...)
+	sb.magic = &magicSet{build: build, rel: base, cols: cols, sel: math.Min(1, outer/groups)}
+	return s
 }
 
 // project replaces s's columns by ns, renaming the partitioning keys.
@@ -832,6 +1019,9 @@ func (l *lowering) join(s, b *stream, pk, bk []string, kind plan.JoinKind, carry
 	if broadcast {
 		bc := b.p.Broadcast()
 		build = p.b.From(bc).Named("build broadcast").HashBuildRepeating(share, bk...)
+		if kind == plan.JoinInner && len(bk) == 1 {
+			l.bcast = append(l.bcast, bcastBuild{build: build, key: bk[0], distinct: d})
+		}
 	} else {
 		if !(b.dist == dPart && slices.Equal(b.keys, bk)) {
 			sh := b.p.Shuffle(bk...)
@@ -856,7 +1046,7 @@ func (l *lowering) join(s, b *stream, pk, bk []string, kind plan.JoinKind, carry
 	var sel float64
 	switch kind {
 	case plan.JoinInner, plan.JoinLeftOuter:
-		sel = p.fanout(s.rows, b.rows, pk, bk)
+		sel = l.fanout(s.rows, b.rows, pk, bk, s.rels, b.rels)
 		if len(pk) == 0 {
 			sel = b.rows
 		}
@@ -866,7 +1056,7 @@ func (l *lowering) join(s, b *stream, pk, bk []string, kind plan.JoinKind, carry
 	case plan.JoinSemi, plan.JoinAnti:
 		m := 1.0
 		for i := range pk {
-			m = math.Min(m, p.distinctIn(bk[i], b.rows)/p.distinctIn(pk[i], s.rows))
+			m = math.Min(m, l.keyDistinct(bk[i], b.rows, b.rels)/l.keyDistinct(pk[i], s.rows, s.rels))
 		}
 		sel = m
 		if kind == plan.JoinAnti {

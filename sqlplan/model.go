@@ -101,7 +101,21 @@ type block struct {
 	onConds   map[*rel][]bexpr
 	// countDistinct, when set, is the block's one aggregate.
 	countDistinct *distinctCount
-	pos           int
+	// magic restricts the block's input to the keys its enclosing block
+	// joins it on (set while lowering the enclosing block).
+	magic *magicSet
+	pos   int
+}
+
+// magicSet is a hash table of the keys an enclosing block keeps: rel's
+// rows (a base relation of the block) whose columns cols are not in it
+// cannot reach the enclosing block's join, and are dropped by a semi
+// join right after its scan; sel is the estimated share kept.
+type magicSet struct {
+	build int
+	rel   *rel
+	cols  []string
+	sel   float64
 }
 
 // distinctCount is a block's count(DISTINCT arg): rows are first grouped
