@@ -17,5 +17,25 @@
 //     shuffle per join from sizes, partial and final aggregates), with every
 //     estimate (selectivity, groups, widths) derived from the statistics.
 //
+// Semantics. Stored columns are never null, and the engine has no NULL:
+// the planner keeps SQL's answers exact by construction rather than by
+// null handling. NOT IN is an anti join (exact without nulls); a
+// correlated scalar subquery of sum, min, max or avg joins its groups
+// with an inner join (a missing group is NULL in SQL, and a comparison
+// with NULL is false), one of count with a left outer join whose zero
+// fill is SQL's 0; a LEFT JOIN is planned only where its right side feeds
+// count() per left-side key (the zero fill is again the right answer) and
+// refused elsewhere; a scalar aggregate over no rows prints NULL (empty)
+// for everything but its counts, as SQL does. Integer keys of different
+// widths join after the narrower is widened to int64.
+//
+// Not planned, each refused with an error at its place in the text:
+// OFFSET, ORDER BY or LIMIT inside a subquery, a correlated IN over an
+// aggregating subquery, a correlated scalar subquery in HAVING, IS NULL,
+// outer joins other than the counting LEFT JOIN above, statements other
+// than SELECT. A subexpression written twice (a WITH table used twice, a
+// subquery repeating the outer query's joins) is computed twice: there is
+// no common-subexpression sharing.
+//
 // Errors are *Error values locating the problem in the text.
 package sqlplan
