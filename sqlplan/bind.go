@@ -483,8 +483,8 @@ func (p *planner) postAgg(blk *block, b bexpr) (bexpr, error) {
 	for _, a := range blk.aggs {
 		outs[a.As] = true
 	}
-	if blk.countDistinct != nil {
-		outs[blk.countDistinct.as] = true
+	for _, cd := range blk.countDistincts {
+		outs[cd.as] = true
 	}
 	for _, r := range blk.havingRels {
 		for _, c := range r.out {

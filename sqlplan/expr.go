@@ -563,17 +563,16 @@ func (x *exprBinder) aggregate(n sqlparser.Expr) (bexpr, error) {
 	return bexpr{e: plan.Col(c.name), t: t, pos: pos}, nil
 }
 
-// countDistinct records count(DISTINCT a): the block's only aggregate.
+// countDistinct records count(DISTINCT a), once per argument.
 func (g *aggCtx) countDistinct(a bexpr, pos int) (bexpr, error) {
 	p := g.p
-	if g.blk.countDistinct != nil {
-		if g.blk.countDistinct.arg.e.String() == a.e.String() {
-			return bexpr{e: plan.Col(g.blk.countDistinct.as), t: typ{k: kInt}, pos: pos}, nil
+	for _, cd := range g.blk.countDistincts {
+		if cd.arg.e.String() == a.e.String() {
+			return bexpr{e: plan.Col(cd.as), t: typ{k: kInt}, pos: pos}, nil
 		}
-		return bexpr{}, p.errAt(pos, "only one count(DISTINCT ...) per query block is supported")
 	}
 	c := p.addColumn("count", typ{k: kInt}, nil)
-	g.blk.countDistinct = &distinctCount{arg: a, as: c.name}
+	g.blk.countDistincts = append(g.blk.countDistincts, &distinctCount{arg: a, as: c.name})
 	return bexpr{e: plan.Col(c.name), t: typ{k: kInt}, pos: pos}, nil
 }
 

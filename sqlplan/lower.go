@@ -81,6 +81,9 @@ func (p *planner) rowsWidth(cols []string) int {
 // lowerBlock plans blk into a stream whose columns are blk's outputs.
 func (p *planner) lowerBlock(blk *block) (*stream, error) {
 	l := &lowering{p: p, blk: blk, local: map[*rel][]plan.Expr{}, class: map[string]int{}, attached: map[*rel]bool{}, rows: map[*rel]float64{}}
+	if len(blk.countDistincts) > 1 {
+		return l.severalDistinct()
+	}
 	var inner []*rel
 	for _, r := range blk.rels {
 		if r.kind == relInner {
@@ -126,8 +129,8 @@ func (p *planner) lowerBlock(blk *block) (*stream, error) {
 			l.upper = colsOf(a.Arg, l.upper)
 		}
 	}
-	if blk.countDistinct != nil {
-		l.upper = colsOf(blk.countDistinct.arg.e, l.upper)
+	for _, cd := range blk.countDistincts {
+		l.upper = colsOf(cd.arg.e, l.upper)
 	}
 	if !blk.grouped {
 		for _, o := range blk.outs {
@@ -1088,7 +1091,8 @@ func (l *lowering) aggregate(s *stream) (*stream, error) {
 	aggs := blk.aggs
 	var ns []plan.Named
 	ns = append(ns, blk.keys...)
-	if cd := blk.countDistinct; cd != nil {
+	if len(blk.countDistincts) == 1 {
+		cd := blk.countDistincts[0]
 		x := p.addColumn("distinct", cd.arg.t, nil)
 		x.distinct, x.width = p.exprDistinct(cd.arg.e), p.exprWidth(cd.arg)
 		ns = append(ns, plan.As(x.name, cd.arg.e))
@@ -1130,7 +1134,7 @@ func (l *lowering) aggregate(s *stream) (*stream, error) {
 // reports 0 for them.
 func (l *lowering) aggregateBesideDistinct(s *stream, ns []plan.Named, keyNames []string, dx string) (*stream, error) {
 	p, blk := l.p, l.blk
-	cd := blk.countDistinct
+	cd := blk.countDistincts[0]
 	var args []string
 	for _, a := range blk.aggs {
 		if a.Arg != nil {
@@ -1307,4 +1311,133 @@ func (p *planner) widen(s *stream, col string) (*stream, string) {
 	}
 	ns = append(ns, plan.As(c.name, plan.Add(plan.Col(col), plan.Int(0))))
 	return p.project(s, ns), c.name
+}
+
+// severalDistinct lowers a block with count(DISTINCT x) over several
+// arguments. One pass cannot deduplicate on two columns at once, so the
+// block's input is planned once per argument (grouped on the keys and
+// that argument, then counted per keys) and once more for the other
+// aggregates, kept as partial states (avg as its sum and count). The
+// branches, one row per group each, are joined on the keys (every group
+// is in each branch; no keys: cross joins of one-row results), and a
+// final aggregation on the keys merges those single states. It keeps the
+// counts counts, so a scalar aggregate over no rows still reports 0 for
+// them.
+func (l *lowering) severalDistinct() (*stream, error) {
+	p, blk := l.p, l.blk
+	keyNames := make([]string, len(blk.keys))
+	keyOuts := make([]output, len(blk.keys))
+	for i, k := range blk.keys {
+		c := p.cols[k.Name]
+		if c == nil {
+			return nil, p.errAt(blk.pos, "group key %s has no column", k.Name)
+		}
+		keyNames[i] = k.Name
+		keyOuts[i] = output{name: k.Name, e: bexpr{e: plan.Col(k.Name), t: c.t, pos: blk.pos}}
+	}
+	// branch plans blk's input aggregated by aggs or one count(DISTINCT),
+	// its outputs the keys and those columns.
+	branch := func(aggs []plan.Agg, cds []*distinctCount, cols []string) (*stream, error) {
+		b := *blk
+		b.aggs, b.countDistincts = aggs, cds
+		b.having, b.havingRels, b.distinct, b.hiddenOuts = nil, nil, false, 0
+		b.order, b.limit = nil, -1
+		b.outs = slices.Clone(keyOuts)
+		for _, c := range cols {
+			b.outs = append(b.outs, output{name: c, e: bexpr{e: plan.Col(c), t: p.cols[c].t, pos: blk.pos}})
+		}
+		return p.lowerBlock(&b)
+	}
+	var inner []plan.Agg
+	for _, a := range blk.aggs {
+		if a.Fn != plan.AggAvg {
+			inner = append(inner, a)
+			continue
+		}
+		pc := a.PartialColumns()
+		inner = append(inner, plan.Agg{Fn: plan.AggSum, Arg: a.Arg, As: pc[0]}, plan.Agg{Fn: plan.AggCount, Arg: a.Arg, As: pc[1]})
+		if p.cols[pc[0]] == nil {
+			// As groupBy types an average's partial sum.
+			p.cols[pc[0]] = &column{name: pc[0], t: typ{k: kFloat}, width: 8}
+		}
+		if p.cols[pc[1]] == nil {
+			p.cols[pc[1]] = &column{name: pc[1], t: typ{k: kInt}, width: 8}
+		}
+	}
+	// The joins keep the columns the final aggregation merges.
+	l.upper = slices.Clone(keyNames)
+	for _, a := range inner {
+		l.upper = append(l.upper, a.As)
+	}
+	for _, cd := range blk.countDistincts {
+		l.upper = append(l.upper, cd.as)
+	}
+	var s *stream
+	add := func(b *stream, cols []string) error {
+		if s == nil {
+			s = b
+			return nil
+		}
+		var err error
+		s, err = l.join(s, b, keyNames, keyNames, plan.JoinInner, cols)
+		return err
+	}
+	for _, a := range inner {
+		if p.cols[a.As] == nil {
+			return nil, p.errAt(blk.pos, "aggregate %s has no column", a)
+		}
+	}
+	if len(inner) > 0 {
+		var cols []string
+		for _, a := range inner {
+			cols = append(cols, a.As)
+		}
+		b, err := branch(inner, nil, cols)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(b, cols); err != nil {
+			return nil, err
+		}
+	}
+	var aggs []plan.Agg
+	for _, cd := range blk.countDistincts {
+		b, err := branch(nil, []*distinctCount{cd}, []string{cd.as})
+		if err != nil {
+			return nil, err
+		}
+		if err := add(b, []string{cd.as}); err != nil {
+			return nil, err
+		}
+		aggs = append(aggs, plan.Count(cd.as))
+	}
+	aggs = append(aggs, blk.aggs...)
+	g := s.rows
+	var ex int
+	if len(keyNames) == 0 || g <= gatherGroups {
+		ex = s.p.Gather()
+		s.dist, s.keys = dSingle, nil
+	} else {
+		ex = s.p.Shuffle(keyNames...)
+		s.dist, s.keys = dPart, slices.Clone(keyNames)
+	}
+	fin := slices.Clone(keyNames)
+	for _, a := range aggs {
+		fin = append(fin, a.As)
+	}
+	groups := int64(math.Max(1, math.Min(g, 1e15)))
+	if len(keyNames) == 0 {
+		groups = 1
+	}
+	s.p = p.b.From(ex).Named("aggregate " + strings.Join(keyNames, ","))
+	s.p.Final(groups, p.rowsWidth(fin), keyNames, aggs...)
+	s.cols = fin
+	s, err := l.having(s)
+	if err != nil {
+		return nil, err
+	}
+	if blk.distinct {
+		s = p.dedup(s, names2(blk.outs))
+	}
+	return s, nil
 }

@@ -99,8 +99,8 @@ type block struct {
 	// counts (their ON conditions in onConds).
 	leftJoins []*rel
 	onConds   map[*rel][]bexpr
-	// countDistinct, when set, is the block's one aggregate.
-	countDistinct *distinctCount
+	// countDistincts are the block's count(DISTINCT x), one per argument.
+	countDistincts []*distinctCount
 	// magic restricts the block's input to the keys its enclosing block
 	// joins it on (set while lowering the enclosing block).
 	magic *magicSet

@@ -488,8 +488,10 @@ func (p *planner) rewriteLeftJoins(blk *block) error {
 				return why(r.pos, "GROUP BY reads the right side")
 			}
 		}
-		if blk.countDistinct != nil && p.refsAny(blk.countDistinct.arg.e, set) {
-			return why(r.pos, "count(DISTINCT) reads the right side")
+		for _, cd := range blk.countDistincts {
+			if p.refsAny(cd.arg.e, set) {
+				return why(r.pos, "count(DISTINCT) reads the right side")
+			}
 		}
 		sub := &block{rels: []*rel{r}, grouped: true, limit: -1, onConds: map[*rel][]bexpr{}}
 		var outerKeys, innerKeys []string

@@ -124,7 +124,7 @@ func TestRandomQueriesMatchDuckDB(t *testing.T) {
 
 // TestPlannedQueriesMatchDuckDB runs statements of the shapes generated
 // queries once broke on (a plain select of renamed columns, count(DISTINCT)
-// beside other aggregates, over rows and over none; correlated counts over
+// beside other aggregates or over several columns, over rows and over none; correlated counts over
 // empty groups; a left outer join whose build side is empty; CASE over numbers of
 // different types; a column or aggregate selected twice) through the SQL path
 // on 1, 2 and 3 devices and requires DuckDB's results.
@@ -137,6 +137,11 @@ func TestPlannedQueriesMatchDuckDB(t *testing.T) {
 		"select l_returnflag, count(distinct l_suppkey), avg(l_discount), count(l_tax), min(l_shipdate) from lineitem group by l_returnflag",
 		"select o_orderpriority, count(distinct o_custkey) as c, sum(o_totalprice) as s from orders group by o_orderpriority having count(*) > 10",
 		"select count(l_tax), count(distinct l_suppkey), count(*) from lineitem where l_quantity < 0",
+		"select o_orderpriority, count(distinct o_custkey) as a, count(distinct o_clerk) as b, sum(o_totalprice) as s from orders group by o_orderpriority",
+		"select count(distinct o_custkey) as a, count(distinct o_clerk) as b, sum(o_totalprice) as s, avg(o_shippriority) as v from orders",
+		"select count(distinct o_custkey) as a, count(distinct o_clerk) as b, sum(o_totalprice) as s, count(*) as n from orders where o_totalprice < 0",
+		"select l_returnflag, count(distinct l_suppkey) as a, count(distinct l_partkey) as b, avg(l_discount) as d from lineitem group by l_returnflag having count(distinct l_partkey) > 10",
+		"select count(distinct l_suppkey) as a, count(distinct l_partkey) as b from lineitem where l_quantity < 0",
 		"select r_regionkey from region where (select count(*) from nation where r_regionkey = n_regionkey and n_nationkey < 3) = 0",
 		"select r_regionkey from region where (select count(*) from nation where r_regionkey = n_regionkey) <> 2",
 		"select o_orderkey, case when o_totalprice > 100000 then o_totalprice else o_shippriority end as x from orders where o_orderkey < 100",
