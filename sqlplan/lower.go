@@ -1173,26 +1173,7 @@ func (l *lowering) aggregateBesideDistinct(s *stream, ns []plan.Named, keyNames 
 	}
 	s = p.project(s, states)
 	aggs := append([]plan.Agg{plan.Count(cd.as)}, blk.aggs...)
-	g := s.rows
-	var ex int
-	if len(keyNames) == 0 || g <= gatherGroups {
-		ex = s.p.Gather()
-		s.dist, s.keys = dSingle, nil
-	} else {
-		ex = s.p.Shuffle(keyNames...)
-		s.dist, s.keys = dPart, slices.Clone(keyNames)
-	}
-	out := slices.Clone(keyNames)
-	for _, a := range aggs {
-		out = append(out, a.As)
-	}
-	groups := int64(math.Max(1, math.Min(g, 1e15)))
-	if len(keyNames) == 0 {
-		groups = 1
-	}
-	s.p = p.b.From(ex).Named("aggregate " + strings.Join(keyNames, ","))
-	s.p.Final(groups, p.rowsWidth(out), keyNames, aggs...)
-	s.cols = out
+	p.finalAggregate(s, keyNames, aggs)
 	return l.having(s)
 }
 
@@ -1412,26 +1393,7 @@ func (l *lowering) severalDistinct() (*stream, error) {
 		aggs = append(aggs, plan.Count(cd.as))
 	}
 	aggs = append(aggs, blk.aggs...)
-	g := s.rows
-	var ex int
-	if len(keyNames) == 0 || g <= gatherGroups {
-		ex = s.p.Gather()
-		s.dist, s.keys = dSingle, nil
-	} else {
-		ex = s.p.Shuffle(keyNames...)
-		s.dist, s.keys = dPart, slices.Clone(keyNames)
-	}
-	fin := slices.Clone(keyNames)
-	for _, a := range aggs {
-		fin = append(fin, a.As)
-	}
-	groups := int64(math.Max(1, math.Min(g, 1e15)))
-	if len(keyNames) == 0 {
-		groups = 1
-	}
-	s.p = p.b.From(ex).Named("aggregate " + strings.Join(keyNames, ","))
-	s.p.Final(groups, p.rowsWidth(fin), keyNames, aggs...)
-	s.cols = fin
+	p.finalAggregate(s, keyNames, aggs)
 	s, err := l.having(s)
 	if err != nil {
 		return nil, err
@@ -1440,4 +1402,30 @@ func (l *lowering) severalDistinct() (*stream, error) {
 		s = p.dedup(s, names2(blk.outs))
 	}
 	return s, nil
+}
+
+// finalAggregate ends s's pipeline, whose rows are partial states of aggs
+// grouped on keyNames (at most s.rows groups), with a gather (no keys, or
+// at most gatherGroups groups) or a shuffle on the keys, and continues s
+// in a pipeline merging them: the keys, then one column per aggregate.
+func (p *planner) finalAggregate(s *stream, keyNames []string, aggs []plan.Agg) {
+	var ex int
+	if len(keyNames) == 0 || s.rows <= gatherGroups {
+		ex = s.p.Gather()
+		s.dist, s.keys = dSingle, nil
+	} else {
+		ex = s.p.Shuffle(keyNames...)
+		s.dist, s.keys = dPart, slices.Clone(keyNames)
+	}
+	out := slices.Clone(keyNames)
+	for _, a := range aggs {
+		out = append(out, a.As)
+	}
+	groups := int64(math.Max(1, math.Min(s.rows, 1e15)))
+	if len(keyNames) == 0 {
+		groups = 1
+	}
+	s.p = p.b.From(ex).Named("aggregate " + strings.Join(keyNames, ","))
+	s.p.Final(groups, p.rowsWidth(out), keyNames, aggs...)
+	s.cols = out
 }
