@@ -24,14 +24,29 @@ func parse(text string) (*sqlparser.Select, error) {
 	if err != nil {
 		msg := err.Error()
 		pos := -1
-		if m := syntaxPos.FindStringSubmatch(msg); m != nil {
-			// vitess reports the offset just past the offending token.
-			if n, err := strconv.Atoi(m[1]); err == nil {
-				pos = tokenStart(text, n)
-			}
-		}
 		if i := strings.Index(msg, " (errno"); i >= 0 {
 			msg = msg[:i]
+		}
+		if m := syntaxPos.FindStringSubmatch(msg); m != nil {
+			// vitess reports the offset just past the offending token;
+			// the error's line and column say where, so the message
+			// names the token instead of repeating the offset.
+			if n, err := strconv.Atoi(m[1]); err == nil {
+				pos = tokenStart(text, n)
+				msg = strings.Join(strings.Fields(syntaxPos.ReplaceAllString(msg, "")), " ")
+				if !strings.Contains(msg, "near") {
+					tok := strings.TrimSpace(text[pos:min(max(n-1, pos), len(text))])
+					end := n > len(strings.TrimRight(text, " \t\r\n;"))
+					switch {
+					case end && tok != "":
+						msg += fmt.Sprintf(" at %q, the end of the query", tok)
+					case end:
+						msg += " at the end of the query"
+					case tok != "":
+						msg += fmt.Sprintf(" at %q", tok)
+					}
+				}
+			}
 		}
 		return nil, newError(text, pos, "%s", msg)
 	}
