@@ -15,7 +15,11 @@
 // 754 doubles, Arrow float64); no TPC-H column is one.
 package schema
 
-import "fmt"
+import (
+	"fmt"
+
+	"gostachio/plan"
+)
 
 // Type is the physical type of a column.
 type Type uint8
@@ -175,3 +179,13 @@ func Lookup(name string) (*Table, error) {
 	}
 	return nil, fmt.Errorf("schema: no TPC-H table %q", name)
 }
+
+// planTypes maps stored column types onto the types a plan binds.
+var planTypes = map[Type]plan.ColumnType{
+	Int64: plan.TypeInt64, Int32: plan.TypeInt32, Decimal: plan.TypeDecimal,
+	Date: plan.TypeDate, String: plan.TypeString, Float64: plan.TypeFloat64,
+}
+
+// PlanType is the type a plan binds a column of type t as
+// (plan.TypeUnknown for an unknown t).
+func (t Type) PlanType() plan.ColumnType { return planTypes[t] }
