@@ -76,6 +76,23 @@ func newSimCmd(g *globals) *cobra.Command {
 				}
 				return sim.RunSim(c.Context(), o, c.OutOrStdout())
 			}
+			if sqlf.plans == "sql" {
+				// The TPC-H query planned from its SQL text.
+				if !(o.SF > 0) {
+					return fmt.Errorf("sim: --plans sql: the dataset states no scale factor (Q11's parameter depends on it)")
+				}
+				text, err := queries.SQLText(query, o.SF)
+				if err != nil {
+					return fmt.Errorf("sim: %w", err)
+				}
+				if o.Plan, err = simSQL(sqlplan.Query{Name: query, SQL: text}, o, chunkRows, tables); err != nil {
+					return err
+				}
+				return sim.RunSim(c.Context(), o, c.OutOrStdout())
+			}
+			if _, err := sqlf.tpchCatalog(0); err != nil {
+				return fmt.Errorf("sim: %w", err)
+			}
 			p, sf, err := queries.Sized(query, o.SF, chunkRows, tables)
 			if err != nil {
 				return fmt.Errorf("sim: %w", err)
@@ -92,6 +109,7 @@ func newSimCmd(g *globals) *cobra.Command {
 	f.IntVar(&chunkRows, "chunk-rows", 0, "rows per stored chunk (default: the dataset writer's)")
 	f.StringVar(&query, "query", "q6", "TPC-H query")
 	sqlf = addSQLFlags(f)
+	sqlf.addPlansFlag(f)
 	f.StringVar(&o.Policy, "policy", "overlap", "scheduling policy (see `gostachio policies`)")
 	f.StringVar(&o.Set, "set", "", "policy knob overrides, e.g. chunk=8MiB,depth=4,combine=off")
 	f.StringVar(&o.Trace, "trace", "", "write a Perfetto/Chrome JSON trace to this file")

@@ -194,3 +194,41 @@ func TestClusterSQL(t *testing.T) {
 		t.Errorf("cluster q6 as SQL: %v\nstdout:\n%s\nstderr:\n%s", err, out.String(), errOut.String())
 	}
 }
+
+// TestSimPlansSQL simulates a TPC-H query planned from its SQL text
+// (sim --plans sql). Q6's SQL plan has the hand-built plan's shape, so
+// both read the same bytes and the makespans agree within 2% (they differ
+// only by the estimates each plan carries).
+func TestSimPlansSQL(t *testing.T) {
+	type simOut struct {
+		Makespan  int64 `json:"makespan_ns"`
+		Resources []struct {
+			Kind string  `json:"kind"`
+			Work float64 `json:"work"`
+		} `json:"resources"`
+	}
+	run := func(query, plans string) (ms int64, nvme float64) {
+		out, err := runCmd(t, "--json", "sim", "--query", query, "--sf", "10", "--nodes", "2", "--plans", plans)
+		if err != nil {
+			t.Fatalf("sim %s --plans %s: %v", query, plans, err)
+		}
+		var o simOut
+		if err := json.Unmarshal([]byte(out), &o); err != nil {
+			t.Fatalf("sim %s --plans %s: %v\n%s", query, plans, err, out)
+		}
+		for _, r := range o.Resources {
+			if r.Kind == "nvme" {
+				nvme = r.Work
+			}
+		}
+		return o.Makespan, nvme
+	}
+	hand, handIO := run("q6", "hand-built")
+	sql, sqlIO := run("q6", "sql")
+	if r := float64(sql) / float64(hand); r < 0.98 || r > 1.02 || sqlIO != handIO {
+		t.Errorf("q6: SQL plan's makespan %d ns and %g bytes read, hand-built %d ns and %g bytes", sql, sqlIO, hand, handIO)
+	}
+	if _, err := runCmd(t, "sim", "--query", "q6", "--plans", "mine"); err == nil || !strings.Contains(err.Error(), "want hand-built or sql") {
+		t.Errorf("--plans mine: %v", err)
+	}
+}
