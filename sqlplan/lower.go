@@ -473,6 +473,9 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 			root = r
 		}
 	}
+	if alt := l.magicRoot(root, rs); alt != nil {
+		root = alt
+	}
 	parent := map[*rel]*rel{}
 	fan := map[*rel]float64{}
 	in := map[*rel]bool{root: true}
@@ -795,31 +798,9 @@ func (l *lowering) magicFor(s *stream, c *rel) *stream {
 	if len(pk) == 0 {
 		return s
 	}
-	var base *rel
-	var cols []string
-	for _, k := range bk {
-		i := slices.IndexFunc(c.out, func(o *column) bool { return o.name == k })
-		if i < 0 {
-			return s
-		}
-		ic, ok := sb.outs[i].e.e.(plan.Col)
-		if !ok {
-			return s
-		}
-		col := p.cols[string(ic)]
-		if col == nil || col.rel == nil || col.rel.table == nil || col.rel.kind != relInner || !slices.Contains(sb.rels, col.rel) {
-			return s
-		}
-		if sb.grouped && !slices.ContainsFunc(sb.keys, func(n plan.Named) bool {
-			kc, ok := n.E.(plan.Col)
-			return ok && n.Name == string(ic) && string(kc) == string(ic)
-		}) {
-			return s
-		}
-		if base != nil && base != col.rel {
-			return s
-		}
-		base, cols = col.rel, append(cols, string(ic))
+	base, cols := p.magicBase(c, bk)
+	if base == nil {
+		return s
 	}
 	// The outer keys' distinct values: at most those of any relation of
 	// s joined to them by equalities.
@@ -852,6 +833,106 @@ func (l *lowering) magicFor(s *stream, c *rel) *stream {
 	build := p.b.From(bc).Named("build keys").HashBuildRepeating(share, pk...)
 	sb.magic = &magicSet{build: build, rel: base, cols: cols, sel: math.Min(1, outer/groups)}
 	return s
+}
+
+// magicBase reads c's output columns bk as plain columns of one base
+// relation of c's block (for an aggregating block, group keys): that
+// relation and its columns, which a magic set restricts; nil when c's
+// input cannot be restricted on bk.
+func (p *planner) magicBase(c *rel, bk []string) (*rel, []string) {
+	sb := c.sub
+	if sb == nil || c.kind != relInner || sb.limit >= 0 || sb.magic != nil {
+		return nil, nil
+	}
+	var base *rel
+	var cols []string
+	for _, k := range bk {
+		i := slices.IndexFunc(c.out, func(o *column) bool { return o.name == k })
+		if i < 0 {
+			return nil, nil
+		}
+		ic, ok := sb.outs[i].e.e.(plan.Col)
+		if !ok {
+			return nil, nil
+		}
+		col := p.cols[string(ic)]
+		if col == nil || col.rel == nil || col.rel.table == nil || col.rel.kind != relInner || !slices.Contains(sb.rels, col.rel) {
+			return nil, nil
+		}
+		if sb.grouped && !slices.ContainsFunc(sb.keys, func(n plan.Named) bool {
+			kc, ok := n.E.(plan.Col)
+			return ok && n.Name == string(ic) && string(kc) == string(ic)
+		}) {
+			return nil, nil
+		}
+		if base != nil && base != col.rel {
+			return nil, nil
+		}
+		base, cols = col.rel, append(cols, string(ic))
+	}
+	return base, cols
+}
+
+// magicRoot picks the relation to probe with in place of c, the largest
+// of rs, when c is a derived relation that a magic set would restrict
+// were it joined to the others (see magicFor): the largest of the others,
+// if their keys, after the semi joins each one's own columns attach,
+// are below magicShare of c's groups. Joined last and restricted, c then
+// aggregates only the rows the join keeps; probed with, it would
+// aggregate all of its input.
+func (l *lowering) magicRoot(c *rel, rs []*rel) *rel {
+	if len(rs) < 2 {
+		return nil
+	}
+	var others []*rel
+	var alt *rel
+	for _, r := range rs {
+		if r == c {
+			continue
+		}
+		others = append(others, r)
+		if alt == nil || l.rows[r] > l.rows[alt] {
+			alt = r
+		}
+	}
+	pk, bk := l.keysBetween(setOf(others), map[*rel]bool{c: true}, nil, nil)
+	if len(pk) == 0 {
+		return nil
+	}
+	if base, _ := l.p.magicBase(c, bk); base == nil {
+		return nil
+	}
+	outer, most := 1.0, 1.0
+	for _, k := range pk {
+		r := l.p.cols[k].rel
+		rows := l.rows[r] * l.semiShare(r)
+		outer *= l.p.distinctIn(k, rows)
+		most = math.Max(most, rows)
+	}
+	if math.Min(outer, most) >= magicShare*l.p.blockRows(c.sub) {
+		return nil
+	}
+	return alt
+}
+
+// semiShare estimates the share of base relation r's rows (after its
+// own conditions) that the block's semi joins on r's columns alone keep:
+// for each, its subquery's distinct keys over r's.
+func (l *lowering) semiShare(r *rel) float64 {
+	share := 1.0
+	for _, x := range l.blk.rels {
+		if x.kind != relSemi || x.sub == nil || len(x.outerKeys) == 0 ||
+			slices.ContainsFunc(x.outerKeys, func(k string) bool { return l.p.cols[k] == nil || l.p.cols[k].rel != r }) {
+			continue
+		}
+		sub := l.p.blockRows(x.sub)
+		m := 1.0
+		for i, k := range x.outerKeys {
+			m = math.Min(m, l.p.distinctIn(x.buildKeys[i], sub)/l.p.distinctIn(k, l.rows[r]))
+		}
+		share *= m
+	}
+	return share
 }
 
 // project replaces s's columns by ns, renaming the partitioning keys.
