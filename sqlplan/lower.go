@@ -143,7 +143,14 @@ func (p *planner) lowerBlock(blk *block) (*stream, error) {
 	if m := blk.magic; m != nil {
 		l.rows[m.rel] = math.Max(1, l.rows[m.rel]*m.sel)
 	}
-	s, err := l.joinSet(inner)
+	var s *stream
+	var err error
+	eager := l.eagerSplit(inner)
+	if eager != nil {
+		s, err = l.eagerJoin(eager)
+	} else {
+		s, err = l.joinSet(inner)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +165,12 @@ func (p *planner) lowerBlock(blk *block) (*stream, error) {
 		}
 	}
 	if blk.grouped {
+		if eager != nil {
+			// The block's aggregates merge the eager aggregation's.
+			b := *blk
+			b.aggs = eager.aggs
+			l.blk = &b
+		}
 		if s, err = l.aggregate(s); err != nil {
 			return nil, err
 		}
@@ -476,41 +489,7 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 	if alt := l.magicRoot(root, rs); alt != nil {
 		root = alt
 	}
-	parent := map[*rel]*rel{}
-	fan := map[*rel]float64{}
-	in := map[*rel]bool{root: true}
-	for len(in) < len(rs) {
-		var best, bestParent *rel
-		bestFan := math.Inf(1)
-		for _, c := range rs {
-			if in[c] {
-				continue
-			}
-			for _, t := range rs {
-				if !in[t] {
-					continue
-				}
-				pk, bk := l.keysBetween(map[*rel]bool{t: true}, map[*rel]bool{c: true}, nil, nil)
-				if len(pk) == 0 {
-					continue
-				}
-				f := l.fanout(l.rows[t], l.rows[c], pk, bk, map[*rel]bool{t: true}, map[*rel]bool{c: true})
-				if f < bestFan {
-					best, bestParent, bestFan = c, t, f
-				}
-			}
-		}
-		if best == nil {
-			// Disconnected: a cross join (a scalar subquery's row).
-			for _, c := range rs {
-				if !in[c] {
-					best, bestParent, bestFan = c, root, l.rows[c]
-					break
-				}
-			}
-		}
-		in[best], parent[best], fan[best] = true, bestParent, bestFan
-	}
+	parent, fan := l.spanning(rs, root)
 	// A subtree shrinks the rows by its fan-out times its own subtrees'
 	// (those below 1): the most reducing subtrees join first.
 	var reduce func(c *rel) float64
@@ -582,6 +561,64 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 		}
 	}
 	return s, nil
+}
+
+// spanning grows the join tree of rs from root: each other relation
+// joins the tree where it shrinks rows most (the smallest fan-out,
+// Prim's way); parent is where each joins, fan its fan-out there.
+func (l *lowering) spanning(rs []*rel, root *rel) (parent map[*rel]*rel, fan map[*rel]float64) {
+	parent, fan = map[*rel]*rel{}, map[*rel]float64{}
+	in := map[*rel]bool{root: true}
+	for len(in) < len(rs) {
+		var best, bestParent *rel
+		bestFan := math.Inf(1)
+		for _, c := range rs {
+			if in[c] {
+				continue
+			}
+			for _, t := range rs {
+				if !in[t] {
+					continue
+				}
+				pk, bk := l.keysBetween(map[*rel]bool{t: true}, map[*rel]bool{c: true}, nil, nil)
+				if len(pk) == 0 {
+					continue
+				}
+				f := l.fanout(l.rows[t], l.rows[c], pk, bk, map[*rel]bool{t: true}, map[*rel]bool{c: true})
+				if f < bestFan {
+					best, bestParent, bestFan = c, t, f
+				}
+			}
+		}
+		if best == nil {
+			// Disconnected: a cross join (a scalar subquery's row).
+			for _, c := range rs {
+				if !in[c] {
+					best, bestParent, bestFan = c, root, l.rows[c]
+					break
+				}
+			}
+		}
+		in[best], parent[best], fan[best] = true, bestParent, bestFan
+	}
+	return parent, fan
+}
+
+// joinRows estimates the rows of joining rs: the largest relation's
+// times the fan-outs of the others.
+func (l *lowering) joinRows(rs []*rel) float64 {
+	root := rs[0]
+	for _, r := range rs[1:] {
+		if l.rows[r] > l.rows[root] {
+			root = r
+		}
+	}
+	rows := l.rows[root]
+	_, fan := l.spanning(rs, root)
+	for _, f := range fan {
+		rows *= f
+	}
+	return math.Max(1, rows)
 }
 
 func setUnion(a, b map[*rel]bool) map[*rel]bool {
