@@ -12,7 +12,9 @@
 //   - decorrelate: EXISTS / NOT EXISTS / IN / NOT IN / scalar subqueries,
 //     correlated or not, into joins and aggregates;
 //   - optimize: predicate pushdown (with min/max pruning ranges for scans),
-//     projection pruning, join order from statistics;
+//     projection pruning, join order from statistics, eager aggregation
+//     of a fact side below the join with the relations the group keys
+//     read (eager.go);
 //   - lower: pipelines under the execution contract of plans (broadcast or
 //     shuffle per join from sizes, partial and final aggregates), with every
 //     estimate (selectivity, groups, widths) derived from the statistics.

@@ -43,6 +43,11 @@ const (
 	// are below this share of the column's (a probe of a small table
 	// costs less than carrying the rows it drops).
 	transferShare = 0.5
+	// eagerKeep: a grouped block aggregates its fact side before joining
+	// the relations its group keys read only when that join is estimated
+	// to keep at least this share of the fact rows (a dimension that
+	// filters is better joined before aggregating).
+	eagerKeep = 0.9
 )
 
 // defaultDistinct is the distinct estimate of a column without one: its

@@ -143,7 +143,14 @@ func (p *planner) lowerBlock(blk *block) (*stream, error) {
 	if m := blk.magic; m != nil {
 		l.rows[m.rel] = math.Max(1, l.rows[m.rel]*m.sel)
 	}
-	s, err := l.joinSet(inner)
+	var s *stream
+	var err error
+	eager := l.eagerSplit(inner)
+	if eager != nil {
+		s, err = l.eagerJoin(eager)
+	} else {
+		s, err = l.joinSet(inner)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -158,6 +165,12 @@ func (p *planner) lowerBlock(blk *block) (*stream, error) {
 		}
 	}
 	if blk.grouped {
+		if eager != nil {
+			// The block's aggregates merge the eager aggregation's.
+			b := *blk
+			b.aggs = eager.aggs
+			l.blk = &b
+		}
 		if s, err = l.aggregate(s); err != nil {
 			return nil, err
 		}
@@ -473,41 +486,10 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 			root = r
 		}
 	}
-	parent := map[*rel]*rel{}
-	fan := map[*rel]float64{}
-	in := map[*rel]bool{root: true}
-	for len(in) < len(rs) {
-		var best, bestParent *rel
-		bestFan := math.Inf(1)
-		for _, c := range rs {
-			if in[c] {
-				continue
-			}
-			for _, t := range rs {
-				if !in[t] {
-					continue
-				}
-				pk, bk := l.keysBetween(map[*rel]bool{t: true}, map[*rel]bool{c: true}, nil, nil)
-				if len(pk) == 0 {
-					continue
-				}
-				f := l.fanout(l.rows[t], l.rows[c], pk, bk, map[*rel]bool{t: true}, map[*rel]bool{c: true})
-				if f < bestFan {
-					best, bestParent, bestFan = c, t, f
-				}
-			}
-		}
-		if best == nil {
-			// Disconnected: a cross join (a scalar subquery's row).
-			for _, c := range rs {
-				if !in[c] {
-					best, bestParent, bestFan = c, root, l.rows[c]
-					break
-				}
-			}
-		}
-		in[best], parent[best], fan[best] = true, bestParent, bestFan
+	if alt := l.magicRoot(root, rs); alt != nil {
+		root = alt
 	}
+	parent, fan := l.spanning(rs, root)
 	// A subtree shrinks the rows by its fan-out times its own subtrees'
 	// (those below 1): the most reducing subtrees join first.
 	var reduce func(c *rel) float64
@@ -579,6 +561,64 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 		}
 	}
 	return s, nil
+}
+
+// spanning grows the join tree of rs from root: each other relation
+// joins the tree where it shrinks rows most (the smallest fan-out,
+// Prim's way); parent is where each joins, fan its fan-out there.
+func (l *lowering) spanning(rs []*rel, root *rel) (parent map[*rel]*rel, fan map[*rel]float64) {
+	parent, fan = map[*rel]*rel{}, map[*rel]float64{}
+	in := map[*rel]bool{root: true}
+	for len(in) < len(rs) {
+		var best, bestParent *rel
+		bestFan := math.Inf(1)
+		for _, c := range rs {
+			if in[c] {
+				continue
+			}
+			for _, t := range rs {
+				if !in[t] {
+					continue
+				}
+				pk, bk := l.keysBetween(map[*rel]bool{t: true}, map[*rel]bool{c: true}, nil, nil)
+				if len(pk) == 0 {
+					continue
+				}
+				f := l.fanout(l.rows[t], l.rows[c], pk, bk, map[*rel]bool{t: true}, map[*rel]bool{c: true})
+				if f < bestFan {
+					best, bestParent, bestFan = c, t, f
+				}
+			}
+		}
+		if best == nil {
+			// Disconnected: a cross join (a scalar subquery's row).
+			for _, c := range rs {
+				if !in[c] {
+					best, bestParent, bestFan = c, root, l.rows[c]
+					break
+				}
+			}
+		}
+		in[best], parent[best], fan[best] = true, bestParent, bestFan
+	}
+	return parent, fan
+}
+
+// joinRows estimates the rows of joining rs: the largest relation's
+// times the fan-outs of the others.
+func (l *lowering) joinRows(rs []*rel) float64 {
+	root := rs[0]
+	for _, r := range rs[1:] {
+		if l.rows[r] > l.rows[root] {
+			root = r
+		}
+	}
+	rows := l.rows[root]
+	_, fan := l.spanning(rs, root)
+	for _, f := range fan {
+		rows *= f
+	}
+	return math.Max(1, rows)
 }
 
 func setUnion(a, b map[*rel]bool) map[*rel]bool {
@@ -795,31 +835,9 @@ func (l *lowering) magicFor(s *stream, c *rel) *stream {
 	if len(pk) == 0 {
 		return s
 	}
-	var base *rel
-	var cols []string
-	for _, k := range bk {
-		i := slices.IndexFunc(c.out, func(o *column) bool { return o.name == k })
-		if i < 0 {
-			return s
-		}
-		ic, ok := sb.outs[i].e.e.(plan.Col)
-		if !ok {
-			return s
-		}
-		col := p.cols[string(ic)]
-		if col == nil || col.rel == nil || col.rel.table == nil || col.rel.kind != relInner || !slices.Contains(sb.rels, col.rel) {
-			return s
-		}
-		if sb.grouped && !slices.ContainsFunc(sb.keys, func(n plan.Named) bool {
-			kc, ok := n.E.(plan.Col)
-			return ok && n.Name == string(ic) && string(kc) == string(ic)
-		}) {
-			return s
-		}
-		if base != nil && base != col.rel {
-			return s
-		}
-		base, cols = col.rel, append(cols, string(ic))
+	base, cols := p.magicBase(c, bk)
+	if base == nil {
+		return s
 	}
 	// The outer keys' distinct values: at most those of any relation of
 	// s joined to them by equalities.
@@ -852,6 +870,106 @@ func (l *lowering) magicFor(s *stream, c *rel) *stream {
 	build := p.b.From(bc).Named("build keys").HashBuildRepeating(share, pk...)
 	sb.magic = &magicSet{build: build, rel: base, cols: cols, sel: math.Min(1, outer/groups)}
 	return s
+}
+
+// magicBase reads c's output columns bk as plain columns of one base
+// relation of c's block (for an aggregating block, group keys): that
+// relation and its columns, which a magic set restricts; nil when c's
+// input cannot be restricted on bk.
+func (p *planner) magicBase(c *rel, bk []string) (*rel, []string) {
+	sb := c.sub
+	if sb == nil || c.kind != relInner || sb.limit >= 0 || sb.magic != nil {
+		return nil, nil
+	}
+	var base *rel
+	var cols []string
+	for _, k := range bk {
+		i := slices.IndexFunc(c.out, func(o *column) bool { return o.name == k })
+		if i < 0 {
+			return nil, nil
+		}
+		ic, ok := sb.outs[i].e.e.(plan.Col)
+		if !ok {
+			return nil, nil
+		}
+		col := p.cols[string(ic)]
+		if col == nil || col.rel == nil || col.rel.table == nil || col.rel.kind != relInner || !slices.Contains(sb.rels, col.rel) {
+			return nil, nil
+		}
+		if sb.grouped && !slices.ContainsFunc(sb.keys, func(n plan.Named) bool {
+			kc, ok := n.E.(plan.Col)
+			return ok && n.Name == string(ic) && string(kc) == string(ic)
+		}) {
+			return nil, nil
+		}
+		if base != nil && base != col.rel {
+			return nil, nil
+		}
+		base, cols = col.rel, append(cols, string(ic))
+	}
+	return base, cols
+}
+
+// magicRoot picks the relation to probe with in place of c, the largest
+// of rs, when c is a derived relation that a magic set would restrict
+// were it joined to the others (see magicFor): the largest of the others,
+// if their keys, after the semi joins each one's own columns attach,
+// are below magicShare of c's groups. Joined last and restricted, c then
+// aggregates only the rows the join keeps; probed with, it would
+// aggregate all of its input.
+func (l *lowering) magicRoot(c *rel, rs []*rel) *rel {
+	if len(rs) < 2 {
+		return nil
+	}
+	var others []*rel
+	var alt *rel
+	for _, r := range rs {
+		if r == c {
+			continue
+		}
+		others = append(others, r)
+		if alt == nil || l.rows[r] > l.rows[alt] {
+			alt = r
+		}
+	}
+	pk, bk := l.keysBetween(setOf(others), map[*rel]bool{c: true}, nil, nil)
+	if len(pk) == 0 {
+		return nil
+	}
+	if base, _ := l.p.magicBase(c, bk); base == nil {
+		return nil
+	}
+	outer, most := 1.0, 1.0
+	for _, k := range pk {
+		r := l.p.cols[k].rel
+		rows := l.rows[r] * l.semiShare(r)
+		outer *= l.p.distinctIn(k, rows)
+		most = math.Max(most, rows)
+	}
+	if math.Min(outer, most) >= magicShare*l.p.blockRows(c.sub) {
+		return nil
+	}
+	return alt
+}
+
+// semiShare estimates the share of base relation r's rows (after its
+// own conditions) that the block's semi joins on r's columns alone keep:
+// for each, its subquery's distinct keys over r's.
+func (l *lowering) semiShare(r *rel) float64 {
+	share := 1.0
+	for _, x := range l.blk.rels {
+		if x.kind != relSemi || x.sub == nil || len(x.outerKeys) == 0 ||
+			slices.ContainsFunc(x.outerKeys, func(k string) bool { return l.p.cols[k] == nil || l.p.cols[k].rel != r }) {
+			continue
+		}
+		sub := l.p.blockRows(x.sub)
+		m := 1.0
+		for i, k := range x.outerKeys {
+			m = math.Min(m, l.p.distinctIn(x.buildKeys[i], sub)/l.p.distinctIn(k, l.rows[r]))
+		}
+		share *= m
+	}
+	return share
 }
 
 // project replaces s's columns by ns, renaming the partitioning keys.
