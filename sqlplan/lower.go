@@ -710,7 +710,7 @@ func (l *lowering) open(r *rel) (*stream, error) {
 		}
 		s.cols = cols
 	} else {
-		sub, err := p.lowerBlock(r.sub)
+		sub, err := p.lowerShared(r.sub)
 		if err != nil {
 			return nil, err
 		}
@@ -788,7 +788,7 @@ func (l *lowering) transfers(r *rel) []transfer {
 func (l *lowering) magicFor(s *stream, c *rel) *stream {
 	p := l.p
 	sb := c.sub
-	if sb == nil || c.kind != relInner || sb.limit >= 0 || sb.magic != nil {
+	if sb == nil || c.kind != relInner || sb.limit >= 0 || sb.magic != nil || p.shared(sb) {
 		return s
 	}
 	pk, bk := l.keysBetween(s.rels, map[*rel]bool{c: true}, s.cols, nil)
@@ -1182,7 +1182,7 @@ func (l *lowering) aggregateBesideDistinct(s *stream, ns []plan.Named, keyNames 
 func (l *lowering) having(s *stream) (*stream, error) {
 	p, blk := l.p, l.blk
 	for _, r := range blk.havingRels {
-		sub, err := p.lowerBlock(r.sub)
+		sub, err := p.lowerShared(r.sub)
 		if err != nil {
 			return nil, err
 		}
