@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/apache/arrow-go/v18/arrow"
 	"github.com/apache/arrow-go/v18/arrow/array"
@@ -13,7 +14,7 @@ import (
 
 // ArrowSchema is the arrow-go schema of t as stored in our IPC files:
 // Int64 (decimals too, with field metadata arrowipc.LogicalTypeKey), Int32,
-// Date32, Utf8; all non-nullable.
+// Date32, Float64, Utf8; all non-nullable.
 func ArrowSchema(t *schema.Table) *arrow.Schema {
 	fields := make([]arrow.Field, len(t.Columns))
 	for i, c := range t.Columns {
@@ -28,6 +29,8 @@ func ArrowSchema(t *schema.Table) *arrow.Schema {
 			f.Type = arrow.PrimitiveTypes.Int32
 		case schema.Date:
 			f.Type = arrow.FixedWidthTypes.Date32
+		case schema.Float64:
+			f.Type = arrow.PrimitiveTypes.Float64
 		default:
 			f.Type = arrow.BinaryTypes.String
 		}
@@ -59,6 +62,14 @@ func ToArrow(b *schema.Batch, mem memory.Allocator) arrow.RecordBatch {
 			bld.Reserve(b.Rows)
 			for _, d := range v.I32[:b.Rows] {
 				bld.UnsafeAppend(arrow.Date32(d))
+			}
+			cols[i] = bld.NewArray()
+			bld.Release()
+		case schema.Float64:
+			bld := array.NewFloat64Builder(mem)
+			bld.Reserve(b.Rows)
+			for _, x := range v.I64[:b.Rows] {
+				bld.UnsafeAppend(math.Float64frombits(uint64(x)))
 			}
 			cols[i] = bld.NewArray()
 			bld.Release()

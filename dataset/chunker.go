@@ -59,7 +59,7 @@ func (c *chunker) addRange(b *schema.Batch, lo, hi int) error {
 		for i, col := range c.tw.table.Columns {
 			src, dst := &b.Cols[i], &c.cur.Cols[i]
 			switch col.Type {
-			case schema.Int64, schema.Decimal:
+			case schema.Int64, schema.Decimal, schema.Float64:
 				dst.I64 = append(dst.I64, src.I64[lo:lo+n]...)
 			case schema.Int32, schema.Date:
 				dst.I32 = append(dst.I32, src.I32[lo:lo+n]...)

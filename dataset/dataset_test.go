@@ -3,6 +3,7 @@ package dataset
 import (
 	"encoding/json"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -119,6 +120,10 @@ func fromArrowTest(t *testing.T, tbl *schema.Table, rec arrow.RecordBatch) *sche
 		switch c.Type {
 		case schema.Int64, schema.Decimal:
 			v.I64 = rec.Column(ci).(*array.Int64).Int64Values()
+		case schema.Float64:
+			for _, x := range rec.Column(ci).(*array.Float64).Float64Values() {
+				v.I64 = append(v.I64, int64(math.Float64bits(x)))
+			}
 		case schema.Int32:
 			v.I32 = rec.Column(ci).(*array.Int32).Int32Values()
 		case schema.Date:

@@ -157,12 +157,30 @@ func hashShort(x uint64, n int) uint64 {
 	return hashInt(x ^ uint64(n)*0x9e3779b97f4a7c15)
 }
 
+// floatKey is the bits a float64 column's value (stored as its bits) is
+// hashed by: the value's own bits, with -0 taken as +0 and every NaN as one
+// NaN, so that values SQL holds equal count once.
+func floatKey(bits int64) uint64 {
+	x := math.Float64frombits(uint64(bits))
+	switch {
+	case x == 0:
+		return 0
+	case x != x:
+		return math.Float64bits(math.NaN())
+	}
+	return uint64(bits)
+}
+
 // sketchColumn adds the first rows values of v, a column of type t, to s.
 func sketchColumn(s *Sketch, t schema.Type, v *schema.Vector, rows int) {
 	switch t {
 	case schema.Int64, schema.Decimal:
 		for _, x := range v.I64[:rows] {
 			s.AddHash(hashInt(uint64(x)))
+		}
+	case schema.Float64:
+		for _, x := range v.I64[:rows] {
+			s.AddHash(hashInt(floatKey(x)))
 		}
 	case schema.Int32, schema.Date:
 		for _, x := range v.I32[:rows] {

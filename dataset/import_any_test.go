@@ -2,6 +2,7 @@ package dataset
 
 import (
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -52,7 +53,16 @@ var eventsFields = []arrow.Field{
 	{Name: "wide", Type: &arrow.Decimal128Type{Precision: 38, Scale: 0}},
 	{Name: "day", Type: arrow.FixedWidthTypes.Date32}, {Name: "day64", Type: arrow.FixedWidthTypes.Date64},
 	{Name: "s", Type: arrow.BinaryTypes.String}, {Name: "ls", Type: arrow.BinaryTypes.LargeString},
+	{Name: "f64", Type: arrow.PrimitiveTypes.Float64}, {Name: "f32", Type: arrow.PrimitiveTypes.Float32},
 }
+
+// The float columns of fillEvents: doubles beyond any float32 and decimal
+// (a subnormal, -0, a 17-digit value), and float32 values whose float64
+// widening is exact.
+var (
+	eventsF64 = []float64{0.1, math.Copysign(0, -1), -1.2345678901234567e300, 5e-324, 3}
+	eventsF32 = []float32{0.1, -2.5, 16777217, 1e-40, 3}
+)
 
 func fillEvents(bs []array.Builder) {
 	for i := range 5 {
@@ -69,6 +79,8 @@ func fillEvents(bs []array.Builder) {
 		bs[10].(*array.Date64Builder).Append(arrow.Date64(int64(-i) * 86_400_000))
 		bs[11].(*array.StringBuilder).Append(strings.Repeat("é", i))
 		bs[12].(*array.LargeStringBuilder).Append([]string{"a", "bb", "a", "ccc", "a"}[i])
+		bs[13].(*array.Float64Builder).Append(eventsF64[i])
+		bs[14].(*array.Float32Builder).Append(eventsF32[i])
 	}
 }
 
@@ -94,7 +106,8 @@ func TestImportParquetAnySchema(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantTypes := []schema.Type{schema.Int32, schema.Int32, schema.Int32, schema.Int32, schema.Int32, schema.Int64,
-		schema.Int64, schema.Decimal, schema.Decimal, schema.Date, schema.Date, schema.String, schema.String}
+		schema.Int64, schema.Decimal, schema.Decimal, schema.Date, schema.Date, schema.String, schema.String,
+		schema.Float64, schema.Float64}
 	for i, c := range tm.Schema.Columns {
 		if c.Name != eventsFields[i].Name || c.Type != wantTypes[i] {
 			t.Errorf("column %d: %s %v, want %s %v", i, c.Name, c.Type, eventsFields[i].Name, wantTypes[i])
@@ -135,6 +148,14 @@ func TestImportParquetAnySchema(t *testing.T) {
 	if !reflect.DeepEqual(s, []string{"", "é", "éé", "ééé", "éééé"}) || !reflect.DeepEqual(ls, []string{"a", "bb", "a", "ccc", "a"}) {
 		t.Errorf("text read back %q %q", s, ls)
 	}
+	for i := range b.Rows {
+		if got, w := uint64(b.Cols[13].I64[i]), math.Float64bits(eventsF64[i]); got != w {
+			t.Errorf("f64 row %d: bits %#x, want %#x (%v)", i, got, w, eventsF64[i])
+		}
+		if got, w := uint64(b.Cols[14].I64[i]), math.Float64bits(float64(eventsF32[i])); got != w {
+			t.Errorf("f32 row %d: bits %#x, want %#x (%v)", i, got, w, eventsF32[i])
+		}
+	}
 
 	ts := ds.PlanStats()[0]
 	checks := map[string]plan.ColumnStats{
@@ -145,6 +166,8 @@ func TestImportParquetAnySchema(t *testing.T) {
 		"day64":  {Type: plan.TypeDate, Distinct: 5, Range: plan.MinMax{Valid: true, Min: -4, Max: 0}},
 		"s":      {Type: plan.TypeString, Distinct: 5, AvgLen: 4}, // 0+2+4+6+8 bytes over 5 rows
 		"ls":     {Type: plan.TypeString, Distinct: 3, AvgLen: 1.6},
+		"f64":    {Type: plan.TypeFloat64, Distinct: 5},
+		"f32":    {Type: plan.TypeFloat64, Distinct: 5},
 	}
 	for name, w := range checks {
 		if got := ts.Schema[ts.Column(name)]; got != w {
@@ -164,11 +187,19 @@ func TestImportParquetRefusals(t *testing.T) {
 		fill   func([]array.Builder)
 		want   []string
 	}{
-		{"floats", []arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "ratio", Type: arrow.PrimitiveTypes.Float64}},
+		{"nans", []arrow.Field{{Name: "k", Type: arrow.PrimitiveTypes.Int64}, {Name: "ratio", Type: arrow.PrimitiveTypes.Float64}},
 			func(bs []array.Builder) {
-				bs[0].(*array.Int64Builder).Append(1)
-				bs[1].(*array.Float64Builder).Append(0.5)
-			}, []string{"floats.parquet", "column ratio", "float64"}},
+				bs[0].(*array.Int64Builder).AppendValues([]int64{1, 2}, nil)
+				bs[1].(*array.Float64Builder).AppendValues([]float64{0.5, math.NaN()}, nil)
+			}, []string{"nans.parquet", "column ratio row 1", "NaN", "not a finite number"}},
+		{"infs", []arrow.Field{{Name: "ratio", Type: arrow.PrimitiveTypes.Float32}},
+			func(bs []array.Builder) {
+				bs[0].(*array.Float32Builder).AppendValues([]float32{1, 2, float32(math.Inf(-1))}, nil)
+			}, []string{"infs.parquet", "column ratio row 2", "-Inf"}},
+		{"floatholes", []arrow.Field{{Name: "ratio", Type: arrow.PrimitiveTypes.Float64, Nullable: true}},
+			func(bs []array.Builder) {
+				bs[0].(*array.Float64Builder).AppendValues([]float64{1, 0}, []bool{true, false})
+			}, []string{"floatholes.parquet", "column ratio row 1", "null"}},
 		{"flags", []arrow.Field{{Name: "ok", Type: arrow.FixedWidthTypes.Boolean}},
 			func(bs []array.Builder) { bs[0].(*array.BooleanBuilder).Append(true) },
 			[]string{"flags.parquet", "column ok", "bool"}},

@@ -35,10 +35,12 @@ import (
 //
 // Any other file keeps its own schema, every column in file order
 // (parquetTable): int8, int16, uint8, uint16 and int32 become int32;
-// uint32 and int64 int64; decimal128(p, s) a decimal of scale s; date32
-// and date64 a date; utf8 and large_utf8 text. Other types are refused
-// naming the file, the column and the type. Nulls are errors naming the
-// column and row, as are values that do not fit.
+// uint32 and int64 int64; decimal128(p, s) a decimal of scale s; float64
+// and float32 (widened exactly) float64; date32 and date64 a date; utf8
+// and large_utf8 text. Other types are refused naming the file, the column
+// and the type. Nulls are errors naming the column and row, as are values
+// that do not fit and float NaNs and infinities (SQL over them would not
+// order or group as other engines do).
 func ImportParquet(src, dst string, opts ImportOptions, stderr io.Writer) error {
 	tables, paths, err := parquetSources(src, opts)
 	if err != nil {
@@ -204,6 +206,23 @@ func fromArrow(rec arrow.RecordBatch, t *schema.Table, firstRow int64) (*schema.
 			default:
 				return nil, unsupported
 			}
+		case schema.Float64:
+			v.I64 = make([]int64, n)
+			for i := 0; i < n; i++ {
+				var x float64
+				switch a := a.(type) {
+				case *array.Float64:
+					x = a.Value(i)
+				case *array.Float32:
+					x = float64(a.Value(i))
+				default:
+					return nil, unsupported
+				}
+				if math.IsNaN(x) || math.IsInf(x, 0) {
+					return nil, bad(i, "%v is not a finite number", x)
+				}
+				v.I64[i] = int64(math.Float64bits(x))
+			}
 		case schema.String:
 			v.Offsets = make([]int32, 1, n+1)
 			switch a := a.(type) {
@@ -338,9 +357,9 @@ func parquetTable(name, path string) (*schema.Table, error) {
 		case *arrow.StringType, *arrow.LargeStringType:
 			c.Type = schema.String
 		case *arrow.Float32Type, *arrow.Float64Type:
-			return nil, fmt.Errorf("dataset: %s column %s: %s is not importable: the dataset format stores no floating-point type (cast it to a decimal)", path, f.Name, f.Type)
+			c.Type = schema.Float64
 		default:
-			return nil, fmt.Errorf("dataset: %s column %s: type %s is not importable (want an integer, decimal128, date32/date64 or utf8 column)", path, f.Name, f.Type)
+			return nil, fmt.Errorf("dataset: %s column %s: type %s is not importable (want an integer, decimal128, float32/float64, date32/date64 or utf8 column)", path, f.Name, f.Type)
 		}
 		t.Columns = append(t.Columns, c)
 	}

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -88,6 +89,10 @@ func appendTblRow(c *chunker, t *schema.Table, fields [][]byte) error {
 			var d int32
 			d, err = ParseDate(s)
 			ints[i] = int64(d)
+		case schema.Float64:
+			var x float64
+			x, err = strconv.ParseFloat(string(s), 64)
+			ints[i] = int64(math.Float64bits(x))
 		}
 		if err != nil {
 			return fmt.Errorf("column %s: %q: %w", col.Name, s, err)
@@ -96,7 +101,7 @@ func appendTblRow(c *chunker, t *schema.Table, fields [][]byte) error {
 	for i, col := range t.Columns {
 		v := &c.cur.Cols[i]
 		switch col.Type {
-		case schema.Int64, schema.Decimal:
+		case schema.Int64, schema.Decimal, schema.Float64:
 			v.I64 = append(v.I64, ints[i])
 		case schema.Int32, schema.Date:
 			v.I32 = append(v.I32, int32(ints[i]))

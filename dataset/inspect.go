@@ -8,6 +8,8 @@ import (
 	"io"
 	"path/filepath"
 	"text/tabwriter"
+
+	"gostachio/tpch/schema"
 )
 
 // InspectReport is what Inspect prints (the JSON form is this struct).
@@ -38,8 +40,9 @@ type InspectColumn struct {
 	Type        string `json:"type"`
 	Bytes       int64  `json:"bytes"`
 	PaddedBytes int64  `json:"padded_bytes"`
-	Min         *Value `json:"min,omitempty"`
-	Max         *Value `json:"max,omitempty"`
+	// Min and Max are absent for a float64 column, which keeps none.
+	Min *Value `json:"min,omitempty"`
+	Max *Value `json:"max,omitempty"`
 	// Distinct is the manifest's estimate of the column's distinct values
 	// (ColumnMeta.Distinct; 0: unknown).
 	Distinct int64 `json:"distinct,omitempty"`
@@ -66,6 +69,9 @@ func (ds *Dataset) Report() *InspectReport {
 				for _, b := range cc.Buffers {
 					ic.Bytes += b.Len
 					ic.PaddedBytes += b.Padded()
+				}
+				if c.Type == schema.Float64 {
+					continue // no statistics (columnStats)
 				}
 				if ci == 0 {
 					lo, hi := cc.Min, cc.Max

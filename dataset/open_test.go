@@ -92,8 +92,8 @@ func TestOpenBadInput(t *testing.T) {
 			editManifest(t, dir, func(m map[string]any) { column(m, "nation", 1)["name"] = "n_title" })
 		}, ErrCorrupt, "TPC-H says n_name"},
 		{"unknown type", func(t *testing.T, dir string) {
-			editManifest(t, dir, func(m map[string]any) { column(m, "alltypes", 0)["type"] = "float64" })
-		}, ErrCorrupt, "float64"},
+			editManifest(t, dir, func(m map[string]any) { column(m, "alltypes", 0)["type"] = "float16" })
+		}, ErrCorrupt, "float16"},
 		{"decimal scale", func(t *testing.T, dir string) {
 			editManifest(t, dir, func(m map[string]any) { column(m, "alltypes", 1)["scale"] = 16 })
 		}, ErrCorrupt, "precision/scale"},

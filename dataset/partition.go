@@ -182,7 +182,7 @@ func gather(dst, src *schema.Batch, idx []int32) error {
 	for c, col := range src.Table.Columns {
 		sv, dv := &src.Cols[c], &dst.Cols[c]
 		switch col.Type {
-		case schema.Int64, schema.Decimal:
+		case schema.Int64, schema.Decimal, schema.Float64:
 			for _, i := range idx {
 				dv.I64 = append(dv.I64, sv.I64[i])
 			}

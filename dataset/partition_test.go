@@ -60,7 +60,7 @@ func rowStrings(b *schema.Batch) []string {
 		for c, col := range b.Table.Columns {
 			v := &b.Cols[c]
 			switch col.Type {
-			case schema.Int64, schema.Decimal:
+			case schema.Int64, schema.Decimal, schema.Float64:
 				fmt.Fprintf(&sb, "%d|", v.I64[i])
 			case schema.Int32, schema.Date:
 				fmt.Fprintf(&sb, "%d|", v.I32[i])

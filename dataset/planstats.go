@@ -44,7 +44,7 @@ func (ds *Dataset) PlanStats() []plan.TableStats {
 				if lo >= 0 {
 					cs.Offset[ci], cs.Bytes[ci] = lo, hi-lo
 				}
-				if tm.Schema != nil && tm.Schema.Columns[ci].Type != schema.String && !col.Min.IsStr && ch.Rows > 0 {
+				if tm.Schema != nil && tm.Schema.Columns[ci].Type.PlanType().IntegerCoded() && !col.Min.IsStr && ch.Rows > 0 {
 					cs.Stats[ci] = plan.MinMax{Valid: true, Min: col.Min.Int, Max: col.Max.Int}
 				}
 			}
@@ -54,12 +54,6 @@ func (ds *Dataset) PlanStats() []plan.TableStats {
 		out = append(out, ts)
 	}
 	return out
-}
-
-// planTypes maps stored column types onto the types a plan binds.
-var planTypes = map[schema.Type]plan.ColumnType{
-	schema.Int64: plan.TypeInt64, schema.Int32: plan.TypeInt32, schema.Decimal: plan.TypeDecimal,
-	schema.Date: plan.TypeDate, schema.String: plan.TypeString,
 }
 
 // columnStatsOf is the table-wide statistics of tm's columns: the type
@@ -76,7 +70,7 @@ func columnStatsOf(tm *TableMeta) []plan.ColumnStats {
 		if tm.Schema != nil {
 			t = tm.Schema.Columns[ci].Type
 		}
-		cs.Type = planTypes[t]
+		cs.Type = t.PlanType()
 		if t == schema.Decimal {
 			cs.Scale = cm.Scale
 		}

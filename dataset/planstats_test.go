@@ -30,7 +30,8 @@ func TestPlanStatsSchema(t *testing.T) {
 		byName[ts.Name] = ts
 	}
 	wantType := map[schema.Type]plan.ColumnType{schema.Int64: plan.TypeInt64, schema.Int32: plan.TypeInt32,
-		schema.Decimal: plan.TypeDecimal, schema.Date: plan.TypeDate, schema.String: plan.TypeString}
+		schema.Decimal: plan.TypeDecimal, schema.Date: plan.TypeDate, schema.String: plan.TypeString,
+		schema.Float64: plan.TypeFloat64}
 	for _, td := range data {
 		ts := byName[td.table.Name]
 		if len(ts.Schema) != len(td.table.Columns) {
@@ -50,6 +51,13 @@ func TestPlanStatsSchema(t *testing.T) {
 					case schema.String:
 						key = v.Str(i)
 						textBytes += int64(len(key))
+					case schema.Float64:
+						// SQL holds -0 and 0 equal, and NaNs one value.
+						f := math.Float64frombits(uint64(v.I64[i]))
+						if f == 0 {
+							f = 0
+						}
+						key = fmt.Sprint(f)
 					default:
 						x := int64(0)
 						if v.I64 != nil {
@@ -84,6 +92,15 @@ func TestPlanStatsSchema(t *testing.T) {
 				}
 				if got.Range.Valid {
 					t.Errorf("%s: text column has a range", name)
+				}
+			case col.Type == schema.Float64:
+				if got.Range.Valid {
+					t.Errorf("%s: float column has a range", name)
+				}
+				for c, ch := range ts.Chunks {
+					if ch.Stats[ci].Valid {
+						t.Errorf("%s: chunk %d has min/max %+v to prune on", name, c, ch.Stats[ci])
+					}
 				}
 			default:
 				if want := (plan.MinMax{Valid: true, Min: lo, Max: hi}); got.Range != want {

@@ -88,7 +88,7 @@ func (ds *Dataset) ReadChunk(table string, i int, cols []string) (*schema.Batch,
 		v := &b.Cols[k]
 		var err error
 		switch col.Type {
-		case schema.Int64, schema.Decimal:
+		case schema.Int64, schema.Decimal, schema.Float64:
 			v.I64 = make([]int64, rows)
 			err = ds.readVerified(f, bufs[1], asBytes(v.I64))
 		case schema.Int32, schema.Date:

@@ -9,8 +9,12 @@ import (
 // columnStats returns the minimum and maximum of a non-empty column: for
 // integer-like types numerically (decimals in cents, dates in days), for
 // strings in byte-wise lexicographic order (what pruning compares with).
+// A float64 column has none: both are written as 0, and nothing reads them
+// (PlanStats marks them unknown, so no chunk is pruned on a float column).
 func columnStats(t schema.Type, v *schema.Vector, rows int) (lo, hi Value) {
 	switch t {
+	case schema.Float64:
+		return Value{}, Value{}
 	case schema.Int64, schema.Decimal:
 		mn, mx := v.I64[0], v.I64[0]
 		for _, x := range v.I64[1:rows] {

@@ -213,7 +213,7 @@ func (ds *Dataset) verifyColumn(f io.ReaderAt, path string, tm *TableMeta, ci, k
 	var v schema.Vector
 	data := make([][]byte, len(cc.Buffers))
 	switch col.Type {
-	case schema.Int64, schema.Decimal:
+	case schema.Int64, schema.Decimal, schema.Float64:
 		v.I64 = make([]int64, rows)
 		data[1] = asBytes(v.I64)
 	case schema.Int32, schema.Date:

@@ -207,18 +207,12 @@ func BenchPlans(ctx context.Context, opts BenchPlansOptions, stdout, stderr io.W
 	if err != nil {
 		return err
 	}
-	defer TuneGC()()
-	FitHeapLimit(ds)
-	if err := VerifyOnce(ctx, ds, stderr); err != nil {
-		return err
-	}
 	qo := QueryOptions{Policy: opts.Policy, Devices: opts.Devices, Mem: opts.Mem, Log: stderr, NoVerify: true}
-	reader, err := OpenSession(ctx, ds, qo)
+	qo, closeSession, err := benchSession(ctx, ds, qo, stderr)
 	if err != nil {
 		return err
 	}
-	defer reader.Close()
-	qo.Reader = reader
+	defer closeSession()
 
 	type key struct {
 		q         string

@@ -125,18 +125,12 @@ func BenchTPCH(ctx context.Context, opts BenchTPCHOptions, stdout, stderr io.Wri
 			}
 		}
 	}
-	defer TuneGC()()
-	FitHeapLimit(ds)
-	if err := VerifyOnce(ctx, ds, stderr); err != nil {
-		return err
-	}
 	qo := QueryOptions{Devices: opts.Devices, Mem: opts.Mem, Set: opts.Set, Log: stderr, NoVerify: true}
-	reader, err := OpenSession(ctx, ds, qo)
+	qo, closeSession, err := benchSession(ctx, ds, qo, stderr)
 	if err != nil {
 		return err
 	}
-	defer reader.Close()
-	qo.Reader = reader
+	defer closeSession()
 
 	systems := append([]string(nil), opts.Policies...)
 	if duck != "" {
@@ -307,4 +301,24 @@ func runDuckDB(ctx context.Context, bin, pq, q string, sf float64, threads int) 
 		return 0, fmt.Errorf("engine: bench tpch: unreadable output of %s for %s: %v", bin, q, err)
 	}
 	return rep.Queries[0].RunsMs[0] / 1e3, nil
+}
+
+// benchSession readies ds for timed runs under qo: the garbage collector
+// tuned and the heap limit fitted to the data, every buffer's checksum
+// verified once (the runs then skip it), and one storage reader shared by
+// the runs (qo.Reader in the options returned). done undoes it all.
+func benchSession(ctx context.Context, ds *dataset.Dataset, qo QueryOptions, stderr io.Writer) (_ QueryOptions, done func(), err error) {
+	restore := TuneGC()
+	FitHeapLimit(ds)
+	if err := VerifyOnce(ctx, ds, stderr); err != nil {
+		restore()
+		return qo, nil, err
+	}
+	reader, err := OpenSession(ctx, ds, qo)
+	if err != nil {
+		restore()
+		return qo, nil, err
+	}
+	qo.Reader = reader
+	return qo, func() { reader.Close(); restore() }, nil
 }

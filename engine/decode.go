@@ -112,6 +112,12 @@ func decodeUnit(verify *dataset.Dataset, tm *dataset.TableMeta, first, n int, co
 				if typ == schema.Decimal {
 					v.Type, v.Scale = cpu.TDecimal, int8(tm.Columns[ci].Scale)
 				}
+			case schema.Float64:
+				src, err := find(reads, bufs[1], 8*r)
+				if err != nil {
+					return nil, fail("", err)
+				}
+				v.Type, v.F64 = cpu.TFloat64, viewOrCopy[float64](src, r, zeroCopy)
 			case schema.Int32, schema.Date:
 				src, err := find(reads, bufs[1], 4*r)
 				if err != nil {
@@ -170,7 +176,7 @@ func verifyColumn(ds *dataset.Dataset, reads []readPiece, bufs []dataset.BufferR
 
 // viewOrCopy returns the n values of type T in src: a view of src's
 // memory, or a copy.
-func viewOrCopy[T int32 | int64](src []byte, n int64, view bool) []T {
+func viewOrCopy[T int32 | int64 | float64](src []byte, n int64, view bool) []T {
 	if n == 0 {
 		return []T{}
 	}
@@ -199,7 +205,7 @@ func find(reads []readPiece, ref dataset.BufferRef, want int64) ([]byte, error) 
 	return nil, fmt.Errorf("no read covers bytes [%d, %d)", ref.Off, ref.Off+want)
 }
 
-func asBytes[T int32 | int64](s []T) []byte {
+func asBytes[T int32 | int64 | float64](s []T) []byte {
 	if len(s) == 0 {
 		return nil
 	}

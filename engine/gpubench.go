@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 	"sort"
 	"strings"
@@ -267,7 +268,7 @@ func benchCopies(dev *gpu.Device, s *cuda.Stream, rounds int) ([]CopyRate, error
 
 // ChunkBatch converts a dataset chunk to the kernels' vectors, as the
 // engine's decode types them (int64, decimal of scale 2, int32, date,
-// string).
+// string, float64).
 func ChunkBatch(sb *schema.Batch) *cpu.Batch {
 	b := &cpu.Batch{Rows: sb.Rows}
 	for i, c := range sb.Table.Columns {
@@ -284,6 +285,12 @@ func ChunkBatch(sb *schema.Batch) *cpu.Batch {
 			o = cpu.Vec{Type: cpu.TDate, I32: v.I32}
 		case schema.String:
 			o = cpu.Vec{Type: cpu.TString, Off: v.Offsets, Str: v.Bytes}
+		case schema.Float64:
+			f := make([]float64, len(v.I64))
+			for r, x := range v.I64 {
+				f[r] = math.Float64frombits(uint64(x))
+			}
+			o = cpu.Vec{Type: cpu.TFloat64, F64: f}
 		}
 		b.Names = append(b.Names, c.Name)
 		b.Cols = append(b.Cols, o)

@@ -35,7 +35,7 @@ var ErrGPUPath = errors.New("not on the GPU path")
 
 // PlaceGPU decides, before any task, where each scan pipeline of p runs
 // in a GPU run: all on the GPU where the GPU path runs its operators
-// (gpu.Supported) and, in a hybrid run, its partial aggregate reduces its
+// (gpu.Supported) over the columns it reads (no float64 one: floatScan) and, in a hybrid run, its partial aggregate reduces its
 // rows enough (stateTooLarge). Without hybrid any other pipeline is an error wrapping
 // ErrGPUPath that names it and the operator, and p is unchanged: a plain
 // GPU run is all-GPU, so its times mean the GPU's. With hybrid such a
@@ -52,7 +52,11 @@ func PlaceGPU(p *plan.Plan, hybrid bool) ([]GPUPlacement, error) {
 			continue
 		}
 		pg := GPUPlacement{Pipeline: i, Name: pl.Name, OnGPU: true, GPUOps: len(pl.Ops), Ops: len(pl.Ops)}
-		err := gpu.Supported(pl.Ops)
+		floats := floatScan(p, pl)
+		err := floats
+		if err == nil {
+			err = gpu.Supported(pl.Ops)
+		}
 		if err == nil && hybrid {
 			err = stateTooLarge(p, pl)
 		}
@@ -62,7 +66,7 @@ func PlaceGPU(p *plan.Plan, hybrid bool) ([]GPUPlacement, error) {
 					p.Name, i, pl.Name, err, ErrGPUPath)
 			}
 			pg.Reason = err.Error()
-			if k, why := gpu.RowPrefix(pl.Ops); k > 0 {
+			if k, why := gpu.RowPrefix(pl.Ops); k > 0 && floats == nil {
 				pg.GPUOps, pg.Reason = k, why
 			} else {
 				pg.OnGPU, pg.GPUOps = false, 0
@@ -80,6 +84,45 @@ func PlaceGPU(p *plan.Plan, hybrid bool) ([]GPUPlacement, error) {
 		}
 	}
 	return out, nil
+}
+
+// floatScan is an error naming the first float64 column scan pipeline pl
+// reads, or nil: the GPU path uploads and computes on integer-coded and
+// text columns only, so such a pipeline runs on the host in a hybrid run
+// (its row-path prefix too, since the scan itself uploads the column) and
+// is refused in a plain GPU run.
+func floatScan(p *plan.Plan, pl *plan.Pipeline) error {
+	if len(pl.Ops) == 0 || pl.Source.Table < 0 || pl.Source.Table >= len(p.Tables) {
+		return nil
+	}
+	t := &p.Tables[pl.Source.Table]
+	for _, name := range pl.Ops[0].Out {
+		if isFloat(t, name) {
+			return fmt.Errorf("scan of %s: column %s is float64, which the GPU path does not read", t.Name, name)
+		}
+	}
+	// A join uploads the build columns it carries: a stored float column
+	// of any table by that name keeps the pipeline on the host.
+	for i := range pl.Ops {
+		j, ok := pl.Ops[i].Expr.(plan.Join)
+		if !ok {
+			continue
+		}
+		for _, name := range j.Carry {
+			for k := range p.Tables {
+				if isFloat(&p.Tables[k], name) {
+					return fmt.Errorf("%s %q carries %s.%s, a float64 column, which the GPU path does not read",
+						pl.Ops[i].Kind, pl.Ops[i].Label, p.Tables[k].Name, name)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func isFloat(t *plan.TableStats, name string) bool {
+	c := t.Column(name)
+	return c >= 0 && c < len(t.Schema) && t.Schema[c].Type == plan.TypeFloat64
 }
 
 // minStateReduction is how many input rows per group a partial aggregate

@@ -427,3 +427,64 @@ func sameRows(got, want *cpu.Batch) error {
 	}
 	return nil
 }
+
+// TestPlaceGPUFloat: a scan pipeline that reads a float64 column (which
+// the GPU path does not upload) is refused naming the column without
+// hybrid (q6, all on the GPU otherwise), and placed wholly on the host
+// with hybrid, its row-path prefix included (q3); the other scan
+// pipelines keep their placement.
+func TestPlaceGPUFloat(t *testing.T) {
+	tables, err := queries.Stats(1, 131072)
+	if err != nil {
+		t.Fatal(err)
+	}
+	build := func(q string, float bool) *plan.Plan {
+		p, err := queries.Build(q, 1, tables)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range p.Tables {
+			tb := &p.Tables[i]
+			tb.Schema = append([]plan.ColumnStats(nil), tb.Schema...)
+			if c := tb.Column("l_extendedprice"); float && c >= 0 {
+				if c >= len(tb.Schema) {
+					t.Fatalf("lineitem has no schema statistics for l_extendedprice")
+				}
+				tb.Schema[c].Type = plan.TypeFloat64
+			}
+		}
+		return p
+	}
+	if _, err := PlaceGPU(build("q6", false), false); err != nil {
+		t.Fatalf("q6 is not all on the GPU: %v", err)
+	}
+	if _, err := PlaceGPU(build("q6", true), false); err == nil || !errors.Is(err, ErrGPUPath) || !strings.Contains(err.Error(), "l_extendedprice is float64") {
+		t.Fatalf("strict placement with a float column: %v", err)
+	}
+	base, err := PlaceGPU(build("q3", false), true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := build("q3", true)
+	placed, err := PlaceGPU(p, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lineitem := 0
+	for i, pg := range placed {
+		pl := &p.Pipelines[pg.Pipeline]
+		if p.Tables[pl.Source.Table].Name != "lineitem" {
+			if pg != base[i] {
+				t.Errorf("%s: placement %+v, without the float column %+v", pl.Name, pg, base[i])
+			}
+			continue
+		}
+		lineitem++
+		if pg.OnGPU || pg.GPUOps != 0 || !pl.OnHost || pl.HostFrom != 0 || !strings.Contains(pg.Reason, "l_extendedprice") {
+			t.Errorf("%s reads a float column: placement %+v, plan on host %v from %d", pl.Name, pg, pl.OnHost, pl.HostFrom)
+		}
+	}
+	if lineitem == 0 {
+		t.Fatal("q3 has no lineitem scan pipeline")
+	}
+}

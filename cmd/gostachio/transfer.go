@@ -52,9 +52,10 @@ names). A file named after a TPC-H table takes the TPC-H schema, so imported
 and generated TPC-H data are identical. Any other file keeps its own schema:
 int8, int16, uint8, uint16 and int32 columns are stored as int32; uint32 and
 int64 as int64; decimal128(p,s) as a decimal of scale s (values must fit 18
-digits); date32 and date64 as dates; utf8 and large_utf8 as text. Any other
-type (float, bool, timestamp, list, struct, ...) and any null are refused,
-naming the file, the column and the row. --from tbl imports TPC-H tables only.
+digits); float64 and float32 (widened exactly) as float64; date32 and date64
+as dates; utf8 and large_utf8 as text. Any other type (bool, timestamp, list,
+struct, ...), any null and any float NaN or infinity are refused, naming the
+file, the column and the row. --from tbl imports TPC-H tables only.
 
 The dataset is written beside DIR and renamed into place when complete: a
 failed import leaves nothing behind. Each column's distinct count is

@@ -28,9 +28,12 @@ const continuation = 0xFFFFFFFF
 
 // Flatbuffer enum values of Schema.fbs / Message.fbs used here.
 const (
-	typeInt  = 2 // Type.Int
-	typeUtf8 = 5 // Type.Utf8
-	typeDate = 8 // Type.Date
+	typeInt   = 2 // Type.Int
+	typeFloat = 3 // Type.FloatingPoint
+	typeUtf8  = 5 // Type.Utf8
+	typeDate  = 8 // Type.Date
+
+	precisionDouble = 2 // Precision.DOUBLE; the schema default is HALF (0)
 
 	dateUnitDay = 0 // DateUnit.DAY; the schema default is MILLISECOND (1)
 

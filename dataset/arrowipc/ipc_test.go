@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"hash/crc32"
+	"math"
 	"testing"
 
 	"github.com/apache/arrow-go/v18/arrow"
@@ -67,6 +68,10 @@ func checkArrowRecord(t *testing.T, rec arrow.RecordBatch, b *schema.Batch) {
 				if got := col.(*array.Date32).Value(i); int32(got) != v.I32[i] {
 					t.Fatalf("%s[%d] = %d, want %d", c.Name, i, got, v.I32[i])
 				}
+			case schema.Float64:
+				if got := col.(*array.Float64).Value(i); math.Float64bits(got) != uint64(v.I64[i]) {
+					t.Fatalf("%s[%d] = %v, want bits %#x", c.Name, i, got, v.I64[i])
+				}
 			case schema.String:
 				if got := col.(*array.String).Value(i); got != v.Str(i) {
 					t.Fatalf("%s[%d] = %q, want %q", c.Name, i, got, v.Str(i))
@@ -80,6 +85,7 @@ var allTypes = schema.Table{Name: "alltypes", Columns: []schema.Column{
 	{Name: "k", Type: schema.Int64}, {Name: "price", Type: schema.Decimal, Precision: 15, Scale: 2},
 	{Name: "n", Type: schema.Int32}, {Name: "day", Type: schema.Date},
 	{Name: "s", Type: schema.String}, {Name: "empty", Type: schema.String},
+	{Name: "ratio", Type: schema.Float64},
 }}
 
 func TestArrowGoReadsOurFile(t *testing.T) {
@@ -112,7 +118,7 @@ func TestArrowGoReadsOurFile(t *testing.T) {
 			want := map[schema.Type]arrow.DataType{
 				schema.Int64: arrow.PrimitiveTypes.Int64, schema.Decimal: arrow.PrimitiveTypes.Int64,
 				schema.Int32: arrow.PrimitiveTypes.Int32, schema.Date: arrow.FixedWidthTypes.Date32,
-				schema.String: arrow.BinaryTypes.String,
+				schema.String: arrow.BinaryTypes.String, schema.Float64: arrow.PrimitiveTypes.Float64,
 			}
 			for i, c := range tc.tbl.Columns {
 				f := sch.Field(i)

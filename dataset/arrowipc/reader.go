@@ -246,6 +246,15 @@ func decodeField(ft fbTable) (Field, error) {
 			return f, fmt.Errorf("arrowipc: %w: field %q is a date with unit %d, want DAY", ErrUnsupported, f.Name, unit)
 		}
 		f.Type = schema.Date
+	case typeFloat:
+		prec, err := typ.i16(0, 0)
+		if err != nil {
+			return f, err
+		}
+		if prec != precisionDouble {
+			return f, fmt.Errorf("arrowipc: %w: field %q is a float of precision %d, want DOUBLE", ErrUnsupported, f.Name, prec)
+		}
+		f.Type = schema.Float64
 	case typeUtf8:
 		f.Type = schema.String
 	default:

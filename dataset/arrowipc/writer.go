@@ -63,7 +63,7 @@ func NewFileWriter(w io.Writer, cols []schema.Column) (*FileWriter, error) {
 
 func checkColumns(cols []schema.Column) error {
 	for _, c := range cols {
-		if c.Type < schema.Int64 || c.Type > schema.String {
+		if c.Type < schema.Int64 || c.Type > schema.Float64 {
 			return fmt.Errorf("arrowipc: column %s: %w: type %v", c.Name, ErrUnsupported, c.Type)
 		}
 	}
@@ -195,7 +195,7 @@ var zeroOffset = []int32{0}
 // slices (no copy; little-endian host checked at NewFileWriter).
 func columnBytes(t schema.Type, v *schema.Vector) [][]byte {
 	switch t {
-	case schema.Int64, schema.Decimal:
+	case schema.Int64, schema.Decimal, schema.Float64:
 		return [][]byte{sliceBytes(v.I64)}
 	case schema.Int32, schema.Date:
 		return [][]byte{sliceBytes(v.I32)}
@@ -307,6 +307,10 @@ func buildField(b *flatbuffers.Builder, c schema.Column) flatbuffers.UOffsetT {
 		b.StartObject(1) // Date
 		b.PrependInt16Slot(0, dateUnitDay, 1)
 		typ, tt = b.EndObject(), typeDate
+	case schema.Float64:
+		b.StartObject(1) // FloatingPoint
+		b.PrependInt16Slot(0, precisionDouble, 0)
+		typ, tt = b.EndObject(), typeFloat
 	default:
 		b.StartObject(0) // Utf8
 		typ, tt = b.EndObject(), typeUtf8

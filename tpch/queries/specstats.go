@@ -265,17 +265,12 @@ func specSchema(t *schema.Table, rows int64, k *tpchRows) []plan.ColumnStats {
 	out := make([]plan.ColumnStats, len(t.Columns))
 	for i, c := range t.Columns {
 		cs := &out[i]
+		cs.Type = c.Type.PlanType()
 		switch c.Type {
-		case schema.Int64:
-			cs.Type = plan.TypeInt64
-		case schema.Int32:
-			cs.Type = plan.TypeInt32
 		case schema.Decimal:
-			cs.Type, cs.Scale = plan.TypeDecimal, 2
-		case schema.Date:
-			cs.Type = plan.TypeDate
+			cs.Scale = c.Scale
 		case schema.String:
-			cs.Type, cs.AvgLen = plan.TypeString, avgLen[c.Name]
+			cs.AvgLen = avgLen[c.Name]
 		}
 		sc, ok := spec[c.Name]
 		if !ok || rows == 0 {

@@ -5,6 +5,7 @@ import "fmt"
 // Vector holds one column of a Batch. Exactly one representation is used,
 // chosen by the column's Type:
 //   - Int64, Decimal: I64 (decimals scaled by DecimalScale)
+//   - Float64:        I64 holding each value's bits (math.Float64bits)
 //   - Int32, Date:    I32 (dates as days since 1970-01-01)
 //   - String:         Offsets (len rows+1, Offsets[0] == 0) and Bytes;
 //     value i is Bytes[Offsets[i]:Offsets[i+1]]
@@ -37,7 +38,7 @@ func (b *Batch) Validate() error {
 		v := &b.Cols[i]
 		n := 0
 		switch c.Type {
-		case Int64, Decimal:
+		case Int64, Decimal, Float64:
 			n = len(v.I64)
 		case Int32, Date:
 			n = len(v.I32)

@@ -10,9 +10,16 @@
 //     8 bytes wide, DMA- and kernel-friendly; exported to Parquet as DECIMAL(15,2)
 //   - date        -> Arrow date32 (days since 1970-01-01)
 //   - text        -> Arrow utf8 (int32 offsets + bytes)
+//
+// Tables imported from other sources may also hold Float64 columns (IEEE
+// 754 doubles, Arrow float64); no TPC-H column is one.
 package schema
 
-import "fmt"
+import (
+	"fmt"
+
+	"gostachio/plan"
+)
 
 // Type is the physical type of a column.
 type Type uint8
@@ -23,6 +30,7 @@ const (
 	Decimal                 // int64 scaled by DecimalScale
 	Date                    // int32 days since the Unix epoch (Arrow date32)
 	String                  // utf8
+	Float64                 // IEEE 754 double (Arrow float64)
 )
 
 // DecimalScale is the power of ten every TPC-H Decimal column is scaled
@@ -48,13 +56,15 @@ func (t Type) String() string {
 		return "date32"
 	case String:
 		return "utf8"
+	case Float64:
+		return "float64"
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }
 
 // ParseType is the inverse of Type.String.
 func ParseType(s string) (Type, error) {
-	for t := Int64; t <= String; t++ {
+	for t := Int64; t <= Float64; t++ {
 		if t.String() == s {
 			return t, nil
 		}
@@ -65,7 +75,7 @@ func ParseType(s string) (Type, error) {
 // Width is the fixed byte width of a value of t, or 0 for String.
 func (t Type) Width() int {
 	switch t {
-	case Int64, Decimal:
+	case Int64, Decimal, Float64:
 		return 8
 	case Int32, Date:
 		return 4
@@ -169,3 +179,13 @@ func Lookup(name string) (*Table, error) {
 	}
 	return nil, fmt.Errorf("schema: no TPC-H table %q", name)
 }
+
+// planTypes maps stored column types onto the types a plan binds.
+var planTypes = map[Type]plan.ColumnType{
+	Int64: plan.TypeInt64, Int32: plan.TypeInt32, Decimal: plan.TypeDecimal,
+	Date: plan.TypeDate, String: plan.TypeString, Float64: plan.TypeFloat64,
+}
+
+// PlanType is the type a plan binds a column of type t as
+// (plan.TypeUnknown for an unknown t).
+func (t Type) PlanType() plan.ColumnType { return planTypes[t] }

@@ -1,6 +1,7 @@
 // Package synth builds small deterministic schema.Batch values for the
 // dataset tests: every column type, negative and zero decimals, empty and
-// multi-byte strings, dates before and after the epoch. It is test support
+// multi-byte strings, dates before and after the epoch, doubles with
+// signed zeros, extremes and subnormals. It is test support
 // that lives outside _test files so that dataset and dataset/arrowipc
 // tests share it.
 package synth
@@ -8,6 +9,7 @@ package synth
 import (
 	"bytes"
 	"fmt"
+	"math"
 	"math/rand/v2"
 
 	"gostachio/tpch/schema"
@@ -43,6 +45,16 @@ func Random(t *schema.Table, rows int, seed uint64) *schema.Batch {
 			for i := range v.I32 {
 				v.I32[i] = r.Int32N(20000) - 2000
 			}
+		case schema.Float64:
+			v.I64 = make([]int64, rows)
+			special := []float64{0, math.Copysign(0, -1), math.MaxFloat64, -math.MaxFloat64, math.SmallestNonzeroFloat64}
+			for i := range v.I64 {
+				x := r.NormFloat64() * 1e6
+				if r.IntN(16) == 0 {
+					x = special[r.IntN(len(special))]
+				}
+				v.I64[i] = int64(math.Float64bits(x))
+			}
 		case schema.String:
 			v.Offsets = make([]int32, rows+1)
 			for i := 0; i < rows; i++ {
@@ -77,7 +89,7 @@ func Equal(a, b *schema.Batch) error {
 		for i := 0; i < a.Rows; i++ {
 			var sa, sb string
 			switch c.Type {
-			case schema.Int64, schema.Decimal:
+			case schema.Int64, schema.Decimal, schema.Float64:
 				sa, sb = fmt.Sprint(va.I64[i]), fmt.Sprint(vb.I64[i])
 			case schema.Int32, schema.Date:
 				sa, sb = fmt.Sprint(va.I32[i]), fmt.Sprint(vb.I32[i])
@@ -100,7 +112,7 @@ func Slice(b *schema.Batch, lo, hi int) *schema.Batch {
 	for ci, c := range b.Table.Columns {
 		v, o := &b.Cols[ci], &out.Cols[ci]
 		switch c.Type {
-		case schema.Int64, schema.Decimal:
+		case schema.Int64, schema.Decimal, schema.Float64:
 			o.I64 = append([]int64{}, v.I64[lo:hi]...)
 		case schema.Int32, schema.Date:
 			o.I32 = append([]int32{}, v.I32[lo:hi]...)

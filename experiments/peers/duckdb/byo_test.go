@@ -18,7 +18,7 @@ import (
 
 // TestOwnTablesMatchDuckDB brings tables that are not TPC-H's: DuckDB
 // writes two Parquet files of its own schema (integers, a decimal of
-// scale 3, dates, text), gostachio imports them, plans SQL over the
+// scale 3, dates, text, a double of quarters: sums exact in binary), gostachio imports them, plans SQL over the
 // imported dataset's manifest and runs it on the engine, and DuckDB runs
 // the same SQL over the same files: the results must agree.
 func TestOwnTablesMatchDuckDB(t *testing.T) {
@@ -31,7 +31,8 @@ func TestOwnTablesMatchDuckDB(t *testing.T) {
 	defer db.Close()
 	for _, stmt := range []string{
 		fmt.Sprintf(`copy (select i as trip_id, (i %% 50)::integer as station, ((i * 7 %% 1000)::decimal(12,3) / 8)::decimal(12,3) as fare,
-			date '2024-01-01' + (i %% 366)::integer as day, 'zone ' || (i %% 13) as zone
+			date '2024-01-01' + (i %% 366)::integer as day, 'zone ' || (i %% 13) as zone,
+			((i * 11 %% 97) * 0.25 - 4)::double as weight
 			from range(1, 20001) t(i)) to '%s' (format parquet)`, filepath.Join(src, "trips.parquet")),
 		fmt.Sprintf(`copy (select s::bigint as station_id, 'station ' || s as name, (s %% 5)::integer as district
 			from range(0, 50) t(s)) to '%s' (format parquet)`, filepath.Join(src, "stations.parquet")),
@@ -63,6 +64,9 @@ func TestOwnTablesMatchDuckDB(t *testing.T) {
 		"select s.district, count(*) as n, max(t.fare) as top from trips t join stations s on t.station = s.station_id where s.district in (1, 3) group by s.district order by s.district",
 		"select name from stations where station_id in (select station from trips where fare > 120 and extract(year from day) = 2024) and not exists (select * from trips where station = station_id and zone = 'zone 3' and fare > 123) order by name",
 		"select station, sum(fare) as total from trips group by station having sum(fare) > (select avg(fare) * 400 from trips) order by total desc, station limit 5",
+		"select zone, sum(weight) as w, avg(weight) as mean, min(weight) as lo, max(weight) as hi, sum(weight * fare) as wf from trips where weight > 2.5 and weight * 2 <= 30 group by zone order by zone",
+		"select weight, count(*) as n, sum(fare) as fares from trips where weight < -3 or weight = 19 group by weight order by weight",
+		"select count(distinct weight) as kinds, sum(weight + 4) as shifted from trips where station between 10 and 20",
 	}
 	ctx := context.Background()
 	for i, text := range queries {

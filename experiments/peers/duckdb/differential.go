@@ -15,7 +15,6 @@ import (
 	"gostachio/plan"
 	"gostachio/sqlplan"
 	"gostachio/sqlplan/querygen"
-	"gostachio/tpch/schema"
 	"gostachio/tpch/verify"
 )
 
@@ -78,10 +77,9 @@ type DifferentialReport struct {
 	Seconds    float64        `json:"seconds"`
 }
 
-// GeneratorConfig describes ds for querygen: its plan statistics, where
-// they have no Schema with a Schema built from the manifest's column
-// types, ranges from the chunks' min/max and distinct counts from DuckDB;
-// TPC-H's foreign keys; and per column up to 40 sampled values, the
+// GeneratorConfig describes ds for querygen: its plan statistics (the
+// manifest's column types, ranges and distinct counts); TPC-H's foreign
+// keys; and per column up to 40 sampled values, the
 // distinct values in order taken at even steps (a deterministic query).
 // It returns the statistics to plan with, too.
 func GeneratorConfig(ctx context.Context, ds *dataset.Dataset, db *DB) (querygen.Config, []plan.TableStats, error) {
@@ -89,17 +87,8 @@ func GeneratorConfig(ctx context.Context, ds *dataset.Dataset, db *DB) (querygen
 	cfg := querygen.Config{FKs: querygen.TPCHForeignKeys(), Samples: map[string][]string{}}
 	for ti := range stats {
 		ts := &stats[ti]
-		tm, err := ds.Table(ts.Name)
-		if err != nil {
-			return cfg, nil, err
-		}
 		if ts.Schema == nil {
-			if tm.Schema == nil {
-				return cfg, nil, fmt.Errorf("peer: table %s has no schema", ts.Name)
-			}
-			if ts.Schema, err = columnStats(ctx, db, ts, tm.Schema); err != nil {
-				return cfg, nil, err
-			}
+			return cfg, nil, fmt.Errorf("peer: table %s has no column statistics in its manifest", ts.Name)
 		}
 		for _, c := range ts.Columns {
 			s, err := sampleColumn(ctx, db, ts.Name, c, 40)
@@ -111,56 +100,6 @@ func GeneratorConfig(ctx context.Context, ds *dataset.Dataset, db *DB) (querygen
 	}
 	cfg.Tables = stats
 	return cfg, stats, nil
-}
-
-// columnStats builds a table's Schema: types from st, ranges from the
-// chunks' min/max, distinct counts from DuckDB.
-func columnStats(ctx context.Context, db *DB, ts *plan.TableStats, st *schema.Table) ([]plan.ColumnStats, error) {
-	out := make([]plan.ColumnStats, len(ts.Columns))
-	exprs := make([]string, len(ts.Columns))
-	for i, name := range ts.Columns {
-		c := st.Column(name)
-		if c < 0 {
-			return nil, fmt.Errorf("peer: table %s: no column %s in its schema", ts.Name, name)
-		}
-		cs := &out[i]
-		switch st.Columns[c].Type {
-		case schema.Int64:
-			cs.Type = plan.TypeInt64
-		case schema.Int32:
-			cs.Type = plan.TypeInt32
-		case schema.Decimal:
-			cs.Type, cs.Scale = plan.TypeDecimal, 2
-		case schema.Date:
-			cs.Type = plan.TypeDate
-		case schema.String:
-			cs.Type = plan.TypeString
-		}
-		for _, ch := range ts.Chunks {
-			if ch.Stats == nil || !ch.Stats[i].Valid {
-				continue
-			}
-			if !cs.Range.Valid {
-				cs.Range = ch.Stats[i]
-				continue
-			}
-			cs.Range.Min, cs.Range.Max = min(cs.Range.Min, ch.Stats[i].Min), max(cs.Range.Max, ch.Stats[i].Max)
-		}
-		exprs[i] = "count(distinct " + name + ")"
-	}
-	t, _, err := db.QuerySQL(ctx, "select "+strings.Join(exprs, ", ")+" from "+ts.Name)
-	if err != nil {
-		return nil, fmt.Errorf("peer: distinct counts of %s: %w", ts.Name, err)
-	}
-	if len(t.Rows) != 1 {
-		return nil, fmt.Errorf("peer: distinct counts of %s: %d rows", ts.Name, len(t.Rows))
-	}
-	for i, cell := range t.Rows[0] {
-		if _, err := fmt.Sscan(cell, &out[i].Distinct); err != nil {
-			return nil, fmt.Errorf("peer: distinct count of %s.%s: %q", ts.Name, ts.Columns[i], cell)
-		}
-	}
-	return out, nil
 }
 
 // sampleColumn returns up to n distinct values of table.column, evenly
