@@ -42,8 +42,10 @@
 // whose aggregate is over joins the enclosing block makes too (the same
 // tables, conditions and join keys; the enclosing block's other tables
 // joined on the group key alone) reads the enclosing block's rows,
-// shuffled once on that key. Other repetitions (an uncorrelated subquery
-// over the outer block's joins, as in TPC-H's Q11) are computed twice.
+// shuffled once on that key; an uncorrelated scalar subquery in HAVING
+// aggregating exactly the block's rows (TPC-H's Q11: sums, counts,
+// minimums or maximums over the same tables and conditions) re-aggregates
+// the block's groups (regroup.go). Other repetitions are computed twice.
 //
 // Errors are *Error values locating the problem in the text.
 package sqlplan

@@ -1305,15 +1305,19 @@ func (l *lowering) aggregateBesideDistinct(s *stream, ns []plan.Named, keyNames 
 func (l *lowering) having(s *stream) (*stream, error) {
 	p, blk := l.p, l.blk
 	for _, r := range blk.havingRels {
-		sub, err := p.lowerShared(r.sub)
-		if err != nil {
-			return nil, err
+		sub, ok := l.scalarFromGroups(s, r)
+		if !ok {
+			var err error
+			if sub, err = p.lowerShared(r.sub); err != nil {
+				return nil, err
+			}
 		}
 		rn := make([]plan.Named, len(r.out))
 		for i, o := range r.sub.outs[:len(r.out)] {
 			rn[i] = plan.As(r.out[i].name, plan.Col(o.name))
 		}
 		sub = p.project(sub, rn)
+		var err error
 		if s, err = l.join(s, sub, nil, nil, plan.JoinInner, names(r.out)); err != nil {
 			return nil, err
 		}

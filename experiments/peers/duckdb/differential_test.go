@@ -152,6 +152,18 @@ func TestPlannedQueriesMatchDuckDB(t *testing.T) {
 		"select n_regionkey, avg(n_nationkey) as a1, avg(n_nationkey) as a2 from nation group by n_regionkey",
 		"select n_nationkey, count(c_name) from nation left join customer on n_nationkey = c_nationkey and c_acctbal = 5657.44 group by n_nationkey",
 		"select r_regionkey from region where 1 < (select max(n_nationkey) from nation where r_regionkey = n_regionkey and n_nationkey < 3)",
+		// HAVING subqueries over the block's own rows, computed from its groups.
+		"select ps_partkey, sum(ps_supplycost * ps_availqty) as v from partsupp, supplier, nation where ps_suppkey = s_suppkey and s_nationkey = n_nationkey and n_name = 'GERMANY' group by ps_partkey having sum(ps_supplycost * ps_availqty) > (select sum(ps_supplycost * ps_availqty) * 0.001 from nation, partsupp, supplier where s_suppkey = ps_suppkey and n_nationkey = s_nationkey and n_name = 'GERMANY')",
+		"select n_regionkey, count(*) as c, max(n_nationkey) as m from nation group by n_regionkey having count(*) * 5 >= (select count(*) from nation) and max(n_nationkey) > (select max(n_nationkey) - 3 from nation) and min(n_nationkey) <= (select min(n_nationkey) + 1 from nation)",
+		"select n1.n_name, count(*) as c from nation n1, nation n2 where n1.n_regionkey = n2.n_regionkey and n2.n_nationkey < 20 group by n1.n_name having count(*) * 25 > (select count(*) from nation a, nation b where b.n_regionkey = a.n_regionkey and a.n_nationkey < 20)",
+		"select n_regionkey, sum(n_nationkey) as s from nation where n_nationkey < 0 group by n_regionkey having sum(n_nationkey) > (select sum(n_nationkey) from nation where n_nationkey < 0)",
+		"select n_regionkey, count(*) as c from nation where n_nationkey < 0 group by n_regionkey having count(*) >= (select count(*) from nation where n_nationkey < 0)",
+		// ... and where the subquery's rows differ from the block's.
+		"select ps_partkey, sum(ps_supplycost * ps_availqty) as v from partsupp, supplier, nation where ps_suppkey = s_suppkey and s_nationkey = n_nationkey and n_name = 'GERMANY' group by ps_partkey having sum(ps_supplycost * ps_availqty) > (select sum(ps_supplycost * ps_availqty) * 0.001 from partsupp, supplier, nation where ps_suppkey = s_suppkey and s_nationkey = n_nationkey and n_name = 'FRANCE')",
+		"select s_nationkey, sum(s_acctbal) as v from supplier, nation where s_nationkey = n_nationkey group by s_nationkey having sum(s_acctbal) > (select sum(s_acctbal) / 30 from supplier, nation, region where s_nationkey = n_nationkey and n_regionkey = r_regionkey)",
+		"select s_nationkey, sum(s_acctbal) as v from supplier, nation where s_nationkey = n_nationkey and s_acctbal > 0 group by s_nationkey having sum(s_acctbal) > (select sum(s_acctbal) / 25 from supplier, nation where s_nationkey = n_nationkey)",
+		"select s_nationkey, avg(s_acctbal) as v from supplier group by s_nationkey having avg(s_acctbal) > (select avg(s_acctbal) from supplier)",
+		"select n1.n_name, count(*) as c from nation n1, nation n2 where n1.n_regionkey = n2.n_regionkey and n1.n_nationkey < 20 group by n1.n_name having count(*) * 25 > (select count(*) from nation a, nation b where b.n_regionkey = a.n_regionkey and a.n_nationkey < 20)",
 	} {
 		for _, run := range []engine.QueryOptions{{Policy: "serial", Devices: 1}, {Policy: "overlap", Devices: 2}, {Policy: "serial", Devices: 3}} {
 			q := querygen.Query{Seed: uint64(i), SQL: sql}
