@@ -44,6 +44,7 @@ func (p *planner) bindSelect(sel *sqlparser.Select, outer *scope) (*block, error
 				return nil, err
 			}
 		}
+		p.mergeExists(blk)
 	}
 	if err := p.bindProjection(sel, blk, sc); err != nil {
 		return nil, err

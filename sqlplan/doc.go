@@ -45,7 +45,10 @@
 // shuffled once on that key; an uncorrelated scalar subquery in HAVING
 // aggregating exactly the block's rows (TPC-H's Q11: sums, counts,
 // minimums or maximums over the same tables and conditions) re-aggregates
-// the block's groups (regroup.go). Other repetitions are computed twice.
+// the block's groups (regroup.go); an EXISTS and a NOT EXISTS over one
+// table and correlation key whose conditions nest (TPC-H's Q21) are
+// aggregated in one pass (mergeexists.go). Other repetitions are
+// computed twice.
 //
 // Errors are *Error values locating the problem in the text.
 package sqlplan
