@@ -252,3 +252,35 @@ func (pp *Pipe) Final(groups int64, width int, keys []string, aggs ...Agg) *Pipe
 func (pp *Pipe) Output(cols ...string) int {
 	return pp.add(Op{Kind: OpResult, Label: "result", In: append([]string(nil), cols...), Out: append([]string(nil), cols...), Selectivity: 1}).Done()
 }
+
+// Share ends the pipeline at its last breaker that may stand before other
+// operators (agg-final, sort, top-k), so that several pipelines can read
+// its output, and returns its index and the streaming operators that
+// followed that breaker: each reader applies them itself (Apply). ok is
+// false, and nothing is ended, when the pipeline has no such breaker.
+func (pp *Pipe) Share() (index int, rest []Op, ok bool) {
+	for j := len(pp.pl.Ops) - 1; j >= 0; j-- {
+		switch pp.pl.Ops[j].Kind {
+		case OpAggFinal, OpSort, OpTopK:
+			rest = append([]Op(nil), pp.pl.Ops[j+1:]...)
+			pp.pl.Ops = pp.pl.Ops[:j+1]
+			return pp.Done(), rest, true
+		}
+		if pp.pl.Ops[j].Kind.IsBreaker() {
+			return -1, nil, false
+		}
+	}
+	return -1, nil, false
+}
+
+// Apply appends streaming operators (from Share) to the pipeline; a probe
+// makes it wait for its build.
+func (pp *Pipe) Apply(ops ...Op) *Pipe {
+	for _, op := range ops {
+		if op.Kind == OpHashProbe {
+			pp.After(op.Build)
+		}
+		pp.add(op)
+	}
+	return pp
+}

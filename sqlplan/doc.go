@@ -35,9 +35,15 @@
 // OFFSET, ORDER BY or LIMIT inside a subquery, a correlated IN over an
 // aggregating subquery, a correlated scalar subquery in HAVING, IS NULL,
 // outer joins other than the counting LEFT JOIN above, statements other
-// than SELECT. A subexpression written twice (a WITH table used twice, a
-// subquery repeating the outer query's joins) is computed twice: there is
-// no common-subexpression sharing.
+// than SELECT.
+//
+// Sharing (share.go): blocks that bind alike (a WITH table used twice)
+// are computed once, every use reading the output; a correlated subquery
+// whose aggregate is over joins the enclosing block makes too (the same
+// tables, conditions and join keys; the enclosing block's other tables
+// joined on the group key alone) reads the enclosing block's rows,
+// shuffled once on that key. Other repetitions (an uncorrelated subquery
+// over the outer block's joins, as in TPC-H's Q11) are computed twice.
 //
 // Errors are *Error values locating the problem in the text.
 package sqlplan

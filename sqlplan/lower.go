@@ -84,6 +84,9 @@ func (p *planner) lowerBlock(blk *block) (*stream, error) {
 	if len(blk.countDistincts) > 1 {
 		return l.severalDistinct()
 	}
+	if blk.input != nil {
+		return l.fromInput()
+	}
 	var inner []*rel
 	for _, r := range blk.rels {
 		if r.kind == relInner {
@@ -538,6 +541,7 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 			}
 		}
 		if len(sub) == 1 {
+			s = l.shareInput(s, sub[0])
 			s = l.magicFor(s, sub[0])
 		}
 		b, err := l.joinSet(sub)
@@ -751,7 +755,7 @@ func (l *lowering) open(r *rel) (*stream, error) {
 		}
 		s.cols = cols
 	} else {
-		sub, err := p.lowerBlock(r.sub)
+		sub, err := p.lowerShared(r.sub)
 		if err != nil {
 			return nil, err
 		}
@@ -829,7 +833,7 @@ func (l *lowering) transfers(r *rel) []transfer {
 func (l *lowering) magicFor(s *stream, c *rel) *stream {
 	p := l.p
 	sb := c.sub
-	if sb == nil || c.kind != relInner || sb.limit >= 0 || sb.magic != nil {
+	if sb == nil || c.kind != relInner || sb.limit >= 0 || sb.magic != nil || sb.input != nil || p.shared(sb) {
 		return s
 	}
 	pk, bk := l.keysBetween(s.rels, map[*rel]bool{c: true}, s.cols, nil)
@@ -1127,7 +1131,8 @@ func (l *lowering) join(s, b *stream, pk, bk []string, kind plan.JoinKind, carry
 	W := float64(p.workers)
 	bBytes := b.rows * float64(p.rowsWidth(b.cols))
 	pBytes := s.rows * float64(p.rowsWidth(s.cols))
-	broadcast := len(pk) == 0 || bBytes*(W-1) <= pBytes
+	co := coPartitioned(s, b, pk, bk)
+	broadcast := !co && (len(pk) == 0 || bBytes*(W-1) <= pBytes)
 	// Distinct keys per build row (repeating keys).
 	d := 1.0
 	for _, k := range bk {
@@ -1145,12 +1150,12 @@ func (l *lowering) join(s, b *stream, pk, bk []string, kind plan.JoinKind, carry
 			l.bcast = append(l.bcast, bcastBuild{build: build, key: bk[0], distinct: d})
 		}
 	} else {
-		if !(b.dist == dPart && slices.Equal(b.keys, bk)) {
+		if !co && !(b.dist == dPart && slices.Equal(b.keys, bk)) {
 			sh := b.p.Shuffle(bk...)
 			b.p = p.b.From(sh).Named("build shuffled")
 		}
 		build = b.p.HashBuildRepeating(share, bk...)
-		if !(s.dist == dPart && slices.Equal(s.keys, pk)) {
+		if !co && !(s.dist == dPart && slices.Equal(s.keys, pk)) {
 			kept := l.needed(s, s.rels, true)
 			for _, k := range pk {
 				if !slices.Contains(kept, k) {
@@ -1301,7 +1306,7 @@ func (l *lowering) aggregateBesideDistinct(s *stream, ns []plan.Named, keyNames 
 func (l *lowering) having(s *stream) (*stream, error) {
 	p, blk := l.p, l.blk
 	for _, r := range blk.havingRels {
-		sub, err := p.lowerBlock(r.sub)
+		sub, err := p.lowerShared(r.sub)
 		if err != nil {
 			return nil, err
 		}
@@ -1374,7 +1379,7 @@ func (p *planner) groupBy(s *stream, keys []string, aggs []plan.Agg) *stream {
 	groups := int64(math.Min(g, 1e15))
 	s.p.Partial(groups, p.rowsWidth(partialCols), keys, aggs...)
 	var ex int
-	if len(keys) == 0 || g <= gatherGroups {
+	if len(keys) == 0 || (g <= gatherGroups && !partitionedWithin(s, keys)) {
 		ex = s.p.Gather()
 		s.dist, s.keys = dSingle, nil
 	} else {

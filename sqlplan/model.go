@@ -104,6 +104,9 @@ type block struct {
 	// magic restricts the block's input to the keys its enclosing block
 	// joins it on (set while lowering the enclosing block).
 	magic *magicSet
+	// input, when set, is the enclosing block's stream its rows are read
+	// from (share.go) instead of its own joins.
+	input *sharedInput
 	pos   int
 }
 

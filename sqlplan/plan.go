@@ -30,6 +30,7 @@ func planSQL(name, text string, tables []plan.TableStats, opts Options) (pl *pla
 		return nil, err
 	}
 	p.b = plan.NewBuilder(name, tables).TextColumns(p.isText)
+	p.noteBlocks(blk)
 	s, err := p.lowerBlock(blk)
 	if err != nil {
 		return nil, err

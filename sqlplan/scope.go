@@ -22,6 +22,8 @@ type planner struct {
 	b       *plan.Builder
 	// ctes are the WITH definitions in force, innermost last.
 	ctes []map[string]*sqlparser.CommonTableExpr
+	// share holds the blocks computed once for several readers (share.go).
+	share *sharing
 }
 
 // errAt is an *Error at offset pos.
