@@ -43,6 +43,13 @@ const (
 	// are below this share of the column's (a probe of a small table
 	// costs less than carrying the rows it drops).
 	transferShare = 0.5
+	// buildCost is the work of building one row into a hash table in
+	// rows probed (hashing, inserting, and a larger table's cache misses
+	// for every probe): the join order weighs builds by it.
+	buildCost = 2
+	// maxOrdered is the most subtrees of one join tree whose orders are
+	// all weighed (n! of them); more keep the order of their reductions.
+	maxOrdered = 6
 	// eagerKeep: a grouped block aggregates its fact side before joining
 	// the relations its group keys read only when that join is estimated
 	// to keep at least this share of the fact rows (a dimension that

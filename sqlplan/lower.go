@@ -522,6 +522,7 @@ func (l *lowering) joinSet(rs []*rel) (*stream, error) {
 		}
 		return 0
 	})
+	children = l.orderChildren(root, rs, children, parent, red)
 	s, err := l.open(root)
 	if err != nil {
 		return nil, err
