@@ -1,6 +1,6 @@
 // Package demo is what `make demo` runs: a small dataset, TPC-H queries on
 // the CPU engine and in the simulator under serial and overlap, a table,
-// figures and Perfetto traces. (It sits apart from package experiments
+// figures and Perfetto traces, and a query of its own written in SQL. (It sits apart from package experiments
 // because it draws with package plots, which reads experiments' results.)
 package demo
 
@@ -74,6 +74,8 @@ type DemoReport struct {
 	EngineTrace string `json:"engine_trace"`
 	// Figures are the PNG files drawn from the rows and traces.
 	Figures []string `json:"figures"`
+	// SQL is the demo's own query, from SQL, on both backends.
+	SQL *DemoSQL `json:"sql"`
 }
 
 // demoResults turns the demo's rows into experiment results (one
@@ -244,6 +246,10 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 			}
 		}
 	}
+	rep.SQL, err = demoSQL(ctx, ds, engine.QueryOptions{Reader: reader, Log: stderr, NoVerify: true}, opts.ClusterSF, 4, opts.Now)
+	if err != nil {
+		return err
+	}
 	figDir := filepath.Join(opts.Out, "figures")
 	figs, err := plots.DrawAll(demoResults(&rep, ds.Manifest.ScaleFactor), []string{rep.EngineTrace, rep.Trace}, figDir, []string{"png"}, io.Discard)
 	if err != nil {
@@ -273,6 +279,7 @@ func Demo(ctx context.Context, opts DemoOptions, stdout, stderr io.Writer) error
 	for _, f := range figs {
 		fmt.Fprintf(stdout, "  %s\n", f)
 	}
+	rep.SQL.write(stdout)
 	return nil
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"gostachio/dataset"
 	"gostachio/internal/stats"
 )
 
@@ -55,6 +56,11 @@ func TestDemo(t *testing.T) {
 			t.Errorf("%s on %s: overlap efficiency %v outside (0,1]", o.Query, o.Profile, o.Efficiency)
 		}
 	}
+	ds, err := dataset.Open(filepath.Join(root, "data"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkDemoSQL(t, ds, rep.SQL)
 	for _, path := range []string{rep.Trace, rep.EngineTrace} {
 		b, err := os.ReadFile(path)
 		if err != nil {
