@@ -1,6 +1,7 @@
 package tune
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"gonum.org/v1/gonum/optimize"
@@ -144,21 +146,52 @@ type searcher struct {
 	order []Candidate // points of the grid in the order first run
 	sims  int
 	err   error
+	// inflight holds the runs under way: a second caller of the same
+	// (candidate, repetition) waits for it instead of running it again,
+	// so concurrent workers run exactly what one worker would.
+	inflight map[runKey]chan struct{}
+}
+
+// runKey is one repetition of one candidate.
+type runKey struct {
+	c   Candidate
+	rep int
 }
 
 // run returns c's time of repetition rep, running it if it has not run.
 func (s *searcher) run(c Candidate, rep int) (float64, error) {
+	k := runKey{c, rep}
 	s.mu.Lock()
-	if s.err != nil {
+	for {
+		if s.err != nil {
+			s.mu.Unlock()
+			return 0, s.err
+		}
+		if t, ok := s.runs[c][rep]; ok {
+			s.mu.Unlock()
+			return t, nil
+		}
+		wait, ok := s.inflight[k]
+		if !ok {
+			break
+		}
 		s.mu.Unlock()
-		return 0, s.err
+		<-wait
+		s.mu.Lock()
 	}
-	if t, ok := s.runs[c][rep]; ok {
-		s.mu.Unlock()
-		return t, nil
+	if s.inflight == nil {
+		s.inflight = map[runKey]chan struct{}{}
 	}
+	done := make(chan struct{})
+	s.inflight[k] = done
 	s.sims++
 	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.inflight, k)
+		s.mu.Unlock()
+		close(done)
+	}()
 	t, err := s.eval(s.ctx, c, rep)
 	if errors.Is(err, scheduler.ErrStuck) {
 		// The candidate stalls: it never finishes, the slowest time.
@@ -321,7 +354,11 @@ func Search(ctx context.Context, opts Options, eval Evaluator) (*Outcome, error)
 
 	// The race, from the 8 best proposed (by their one run) and the
 	// policy's defaults, the incumbent.
-	slices.SortStableFunc(proposed, func(a, b Scored) int { return cmpFloat(a.med, b.med) })
+	// Ties go by name: the order points were first run in depends on the
+	// workers' timing.
+	slices.SortStableFunc(proposed, func(a, b Scored) int {
+		return cmp.Or(cmpFloat(a.med, b.med), strings.Compare(a.Policy+" "+a.Set, b.Policy+" "+b.Set))
+	})
 	var field []Candidate
 	for _, p := range proposed[:min(8, len(proposed))] {
 		field = append(field, p.Candidate)
@@ -414,7 +451,9 @@ func (s *searcher) ranked(cs []Candidate) []Candidate {
 	for _, c := range out {
 		med[c] = s.scored(c, 0, confirmRep).med
 	}
-	slices.SortStableFunc(out, func(a, b Candidate) int { return cmpFloat(med[a], med[b]) })
+	slices.SortStableFunc(out, func(a, b Candidate) int {
+		return cmp.Or(cmpFloat(med[a], med[b]), strings.Compare(a.Policy+" "+a.Set, b.Policy+" "+b.Set))
+	})
 	return out
 }
 
