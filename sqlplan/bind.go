@@ -226,6 +226,7 @@ func (p *planner) bindDerived(sel *sqlparser.Select, alias string, cols sqlparse
 	for i, o := range sub.outs {
 		c := p.addColumn(names[i], o.e.t, r)
 		c.distinct, c.width = p.exprDistinct(o.e.e), p.exprWidth(o.e)
+		c.agg = p.aggOf(o.e.e)
 		r.out = append(r.out, c)
 		sr.exprs[names[i]] = bexpr{e: plan.Col(c.name), t: c.t}
 	}

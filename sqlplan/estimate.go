@@ -30,7 +30,9 @@ const (
 	likeInnerSel    = 0.05
 	likeFragmentSel = 0.2
 	// minSel bounds every selectivity from below: estimates are
-	// multiplied, and an operator must keep a positive share.
+	// multiplied, and an operator must keep a positive share (a tail
+	// of an aggregate's distribution, see aggCompare, can be far
+	// smaller).
 	minSel = 1e-6
 	// magicShare: a subquery joined on keys whose input rows the outer
 	// side can restrict (magic set) is restricted when the outer side's
@@ -55,6 +57,9 @@ const (
 	// to keep at least this share of the fact rows (a dimension that
 	// filters is better joined before aggregating).
 	eagerKeep = 0.9
+	// groupTerms is the most group sizes a HAVING estimate sums its
+	// model over (see groupMean); larger groups take a normal limit.
+	groupTerms = 2000
 )
 
 // defaultDistinct is the distinct estimate of a column without one: its
@@ -178,6 +183,9 @@ func (p *planner) sel(pred plan.Expr) float64 {
 		}
 		return s
 	case plan.FnLt, plan.FnLe, plan.FnGt, plan.FnGe:
+		if s, ok := p.aggCompare(c); ok {
+			return s
+		}
 		col, lo, hi, ok := p.rangeOf(c)
 		if !ok {
 			return rangeSel
@@ -353,4 +361,239 @@ func (p *planner) rangeOf(c plan.Call) (col string, lo, hi int64, ok bool) {
 		return "", 0, 0, false
 	}
 	return string(cc), lo, hi, true
+}
+
+// aggOf is the aggregate statistics of e when it is an aggregate's
+// output column (nil otherwise).
+func (p *planner) aggOf(e plan.Expr) *aggStat {
+	if c, ok := e.(plan.Col); ok && p.cols[string(c)] != nil {
+		return p.cols[string(c)].agg
+	}
+	return nil
+}
+
+// aggCompare estimates a comparison of an aggregate's output column with
+// a literal (HAVING sum(x) > c): the share of groups whose aggregate
+// passes, from a model of the groups. The groups hold n̄ input rows on
+// average (aggStat.perGroup); lacking the spread of the group sizes, a
+// group is assumed to hold one row plus a Poisson(n̄−1) number of others
+// (the other rows fall into the groups independently): size N with mean
+// n̄, variance n̄−1, every group exactly one row when n̄ = 1. The argument
+// x is assumed uniform over its d distinct values spread evenly over its
+// statistics' [min, max] (see uniformMoments), independently of the
+// group. With μ, σ² x's mean and variance, F(c) = P(x ≤ c) and
+// G(c) = P(x ≥ c):
+//
+//	count(*) > c:  P(1 + Poisson(n̄−1) > c)                 (poissonAtLeast)
+//	sum(x) > c:    E[1 − Φ((c − Nμ) / (σ√N))]              (central limit)
+//	avg(x) > c:    E[1 − Φ((c − μ) / (σ/√N))]              (central limit)
+//	max(x) ≤ c:    E[F(c)^N] = F·exp(−(n̄−1)(1−F))          (order statistic)
+//	min(x) ≥ c:    E[G(c)^N] = G·exp(−(n̄−1)(1−G))
+//
+// where the expectations over N are summed (groupMean), a group of one
+// row taking x's own distribution in place of the normal; the other
+// operators are the complements (sum and avg read ≥ as >). A floor,
+// minSel, applies to the result as to every selectivity. ok is false
+// where the model does not apply: another aggregate, an argument without
+// a range, an expression, a non-literal bound, or an aggregation not yet
+// estimated.
+func (p *planner) aggCompare(c plan.Call) (float64, bool) {
+	a := c.Args
+	fn := c.Fn
+	as := p.aggOf(a[0])
+	lit, isLit := a[1].(plan.Lit)
+	if as == nil {
+		if as = p.aggOf(a[1]); as == nil {
+			return 0, false
+		}
+		lit, isLit = a[0].(plan.Lit)
+		fn = map[plan.Fn]plan.Fn{plan.FnLt: plan.FnGt, plan.FnLe: plan.FnGe, plan.FnGt: plan.FnLt, plan.FnGe: plan.FnLe}[fn]
+	}
+	if !isLit || as.perGroup < 1 {
+		return 0, false
+	}
+	var v float64
+	switch lit.Kind {
+	case plan.LitInt, plan.LitDate:
+		v = float64(lit.I)
+	case plan.LitDecimal:
+		v = float64(lit.I) / math.Pow10(int(lit.Scale))
+	case plan.LitFloat:
+		v = lit.F
+	default:
+		return 0, false
+	}
+	n := as.perGroup
+	// above is P(agg > v), or P(agg ≥ v) when orEqual.
+	orEqual := fn == plan.FnGe || fn == plan.FnLt
+	var above float64
+	if as.fn == plan.AggCount {
+		k := math.Floor(v) + 1
+		if orEqual {
+			k = math.Ceil(v)
+		}
+		above = poissonAtLeast(k-1, n-1)
+	} else {
+		x := p.cols[as.arg]
+		if x == nil || !x.rng.Valid || x.rng.Max < x.rng.Min || !(x.t.integer() || x.t.k == kDecimal || x.t.k == kDate) {
+			return 0, false
+		}
+		unit := 1.0
+		if x.t.k == kDecimal {
+			unit = math.Pow10(-x.t.scale)
+		}
+		lo, hi := float64(x.rng.Min)*unit, float64(x.rng.Max)*unit
+		d := x.distinct
+		if d <= 0 {
+			d = float64(x.rng.Max-x.rng.Min) + 1
+		}
+		switch as.fn {
+		case plan.AggSum, plan.AggAvg:
+			mu, vr := uniformMoments(lo, hi, d)
+			below, atMost := uniformCDF(v, lo, hi, d)
+			one := 1 - atMost
+			if orEqual {
+				one = 1 - below
+			}
+			avg := as.fn == plan.AggAvg
+			above = groupMean(n, func(k float64) float64 {
+				if k == 1 {
+					return one
+				}
+				if avg {
+					return normalAbove((v - mu) / math.Sqrt(vr/k))
+				}
+				return normalAbove((v - k*mu) / math.Sqrt(k*vr))
+			}, func() float64 {
+				if avg {
+					return normalAbove((v - mu) / math.Sqrt(vr/n))
+				}
+				// Many rows a group: the compound sum's own normal,
+				// variance n̄σ² + (n̄−1)μ².
+				return normalAbove((v - n*mu) / math.Sqrt(n*vr+(n-1)*mu*mu))
+			})
+		case plan.AggMax:
+			// P(max > v) = 1 − E[P(x ≤ v)^N]; ≥ reads P(x < v).
+			below, atMost := uniformCDF(v, lo, hi, d)
+			f := atMost
+			if orEqual {
+				f = below
+			}
+			above = 1 - powerMean(f, n)
+		case plan.AggMin:
+			// P(min > v) = E[P(x > v)^N]; ≥ reads P(x ≥ v).
+			below, atMost := uniformCDF(v, lo, hi, d)
+			g := 1 - atMost
+			if orEqual {
+				g = 1 - below
+			}
+			above = powerMean(g, n)
+		default:
+			return 0, false
+		}
+	}
+	if fn == plan.FnLt || fn == plan.FnLe {
+		return 1 - above, true
+	}
+	return above, true
+}
+
+// uniformMoments is the mean and variance of a value uniform over d
+// points spread evenly over [lo, hi]: (lo+hi)/2 and
+// (hi−lo)²·(d+1)/(12(d−1)), which tends to the continuous (hi−lo)²/12 as
+// d grows (d ≤ 1: one point, variance 0).
+func uniformMoments(lo, hi, d float64) (mean, variance float64) {
+	mean = (lo + hi) / 2
+	if d <= 1 || hi <= lo {
+		return mean, 0
+	}
+	return mean, (hi - lo) * (hi - lo) * (d + 1) / (12 * (d - 1))
+}
+
+// uniformCDF is P(x < v) and P(x ≤ v) for x uniform over d points
+// spread evenly over [lo, hi] (d ≤ 1 or lo = hi: the one point lo).
+func uniformCDF(v, lo, hi, d float64) (below, atMost float64) {
+	if d <= 1 || hi <= lo {
+		if v < lo {
+			return 0, 0
+		}
+		if v == lo {
+			return 0, 1
+		}
+		return 1, 1
+	}
+	step := (hi - lo) / (d - 1)
+	// Points lo + i·step, i = 0..d−1; t is v's position among them.
+	t := (v - lo) / step
+	atMost = math.Min(d, math.Max(0, math.Floor(t)+1)) / d
+	below = math.Min(d, math.Max(0, math.Ceil(t))) / d
+	return below, atMost
+}
+
+// groupMean is E[f(N)] for a group size N = 1 + Poisson(n−1), summed
+// over the sizes within 12 standard deviations of the mean (the mass
+// beyond is below 1e-30); when that is more than groupTerms sizes, large
+// returns the value, the groups being large enough for a normal limit.
+func groupMean(n float64, f func(k float64) float64, large func() float64) float64 {
+	m := n - 1
+	if m <= 0 {
+		return f(1)
+	}
+	spread := 12*math.Sqrt(m) + 12
+	if 2*spread > groupTerms {
+		return large()
+	}
+	sum := 0.0
+	for j := math.Max(0, math.Floor(m-spread)); j <= m+spread; j++ {
+		lg, _ := math.Lgamma(j + 1)
+		sum += math.Exp(j*math.Log(m)-m-lg) * f(j+1)
+	}
+	return sum
+}
+
+// powerMean is E[q^N] for a group size N = 1 + Poisson(n−1):
+// q·exp(−(n−1)(1−q)).
+func powerMean(q, n float64) float64 {
+	return q * math.Exp(-(n-1)*(1-q))
+}
+
+// normalAbove is 1 − Φ(z), the standard normal's upper tail
+// (erfc(z/√2)/2); z = ±Inf gives 0 and 1, NaN (a zero spread at its
+// point) one half.
+func normalAbove(z float64) float64 {
+	if math.IsNaN(z) {
+		return 0.5
+	}
+	return math.Erfc(z/math.Sqrt2) / 2
+}
+
+// poissonAtLeast is P(K ≥ k) for K ~ Poisson(m): Σ_{j≥k} e^{−m}m^j/j!,
+// summed in logs over the j within 40 standard deviations of m (the
+// terms beyond are below double precision); the tail above the mean is
+// summed itself, the one below as 1 − Σ_{j<k} (so neither loses a small
+// tail to rounding).
+func poissonAtLeast(k, m float64) float64 {
+	k = math.Ceil(k)
+	if k <= 0 {
+		return 1
+	}
+	if m <= 0 {
+		return 0
+	}
+	spread := 40*math.Sqrt(m) + 40
+	term := func(j float64) float64 {
+		lg, _ := math.Lgamma(j + 1)
+		return math.Exp(j*math.Log(m) - m - lg)
+	}
+	sum := 0.0
+	if k > m {
+		for j := k; j <= m+spread; j++ {
+			sum += term(j)
+		}
+		return math.Min(1, sum)
+	}
+	for j := math.Max(0, math.Floor(m-spread)); j < k; j++ {
+		sum += term(j)
+	}
+	return math.Max(0, 1-sum)
 }

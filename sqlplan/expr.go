@@ -557,6 +557,10 @@ func (x *exprBinder) aggregate(n sqlparser.Expr) (bexpr, error) {
 		return bexpr{e: plan.Col(name), t: t, pos: pos}, nil
 	}
 	c := p.addColumn(fn.String(), t, nil)
+	c.agg = &aggStat{fn: fn}
+	if ac, ok := agg.Arg.(plan.Col); ok {
+		c.agg.arg = string(ac)
+	}
 	agg.As = c.name
 	x.agg.seen[key] = c.name
 	x.agg.blk.aggs = append(x.agg.blk.aggs, agg)

@@ -398,9 +398,28 @@ func (p *planner) blockRows(b *block) float64 {
 		for _, k := range b.keys {
 			g *= p.exprDistinct(k.E)
 		}
-		rows = math.Min(rows, g)
+		g = math.Max(1, math.Min(rows, g))
+		p.notePerGroup(b.aggs, rows, g)
+		rows = g
+		if len(b.having) > 0 {
+			hs := make([]plan.Expr, len(b.having))
+			for i, h := range b.having {
+				hs[i] = h.e
+			}
+			rows *= p.selectivity(and(hs))
+		}
 	}
 	return math.Max(1, rows)
+}
+
+// notePerGroup records in aggs' output columns that in input rows form
+// groups groups, for the estimates of conditions on them.
+func (p *planner) notePerGroup(aggs []plan.Agg, in, groups float64) {
+	for _, a := range aggs {
+		if c := p.cols[a.As]; c != nil && c.agg != nil {
+			c.agg.perGroup = math.Max(1, in/math.Max(1, groups))
+		}
+	}
 }
 
 // distinctIn is column c's distinct values among rows rows.
@@ -1244,7 +1263,9 @@ func (l *lowering) aggregate(s *stream) (*stream, error) {
 		}
 		s = p.project(s, ns)
 	}
+	in := s.rows
 	s = p.groupBy(s, keyNames, aggs)
+	p.notePerGroup(blk.aggs, in, s.rows)
 	return l.having(s)
 }
 
@@ -1259,6 +1280,7 @@ func (l *lowering) aggregate(s *stream) (*stream, error) {
 func (l *lowering) aggregateBesideDistinct(s *stream, ns []plan.Named, keyNames []string, dx string) (*stream, error) {
 	p, blk := l.p, l.blk
 	cd := blk.countDistincts[0]
+	in := s.rows
 	var args []string
 	for _, a := range blk.aggs {
 		if a.Arg != nil {
@@ -1298,6 +1320,7 @@ func (l *lowering) aggregateBesideDistinct(s *stream, ns []plan.Named, keyNames 
 	s = p.project(s, states)
 	aggs := append([]plan.Agg{plan.Count(cd.as)}, blk.aggs...)
 	p.finalAggregate(s, keyNames, aggs)
+	p.notePerGroup(blk.aggs, in, s.rows)
 	return l.having(s)
 }
 

@@ -21,6 +21,19 @@ type column struct {
 	distinct float64
 	rng      plan.MinMax
 	width    int
+	// agg describes an aggregate's output column (nil for others): what
+	// the estimates of conditions on it read.
+	agg *aggStat
+}
+
+// aggStat is an aggregate output's estimate inputs: the function, its
+// argument column ("" for count(*) or an expression) and the estimated
+// input rows per group (0 until the aggregation is estimated). Columns
+// that carry the output out of a derived table share it.
+type aggStat struct {
+	fn       plan.AggFn
+	arg      string
+	perGroup float64
 }
 
 // relKind says how a relation joins its block.

@@ -164,6 +164,7 @@ func (p *planner) derivedRel(sb *block, kind relKind, pos int, hint string) *rel
 	for _, o := range sb.outs {
 		c := p.addColumn(o.sql, o.e.t, r)
 		c.distinct, c.width = p.exprDistinct(o.e.e), p.exprWidth(o.e)
+		c.agg = p.aggOf(o.e.e)
 		r.out = append(r.out, c)
 	}
 	return r
