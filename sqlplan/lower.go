@@ -1293,22 +1293,7 @@ func (l *lowering) aggregateBesideDistinct(s *stream, ns []plan.Named, keyNames 
 		}
 	}
 	s = p.project(s, ns)
-	var inner []plan.Agg
-	for _, a := range blk.aggs {
-		if a.Fn != plan.AggAvg {
-			inner = append(inner, a)
-			continue
-		}
-		pc := a.PartialColumns()
-		inner = append(inner, plan.Agg{Fn: plan.AggSum, Arg: a.Arg, As: pc[0]}, plan.Agg{Fn: plan.AggCount, Arg: a.Arg, As: pc[1]})
-		if p.cols[pc[0]] == nil {
-			// As groupBy types an average's partial sum.
-			p.cols[pc[0]] = &column{name: pc[0], t: typ{k: kFloat}, width: 8}
-		}
-		if p.cols[pc[1]] == nil {
-			p.cols[pc[1]] = &column{name: pc[1], t: typ{k: kInt}, width: 8}
-		}
-	}
+	inner := p.avgAsSumCount(blk.aggs)
 	s = p.groupBy(s, append(slices.Clone(keyNames), dx), inner)
 	states := plan.Keep(keyNames...)
 	states = append(states, plan.As(cd.as, plan.Int(1)))
@@ -1480,22 +1465,7 @@ func (l *lowering) severalDistinct() (*stream, error) {
 		}
 		return p.lowerBlock(&b)
 	}
-	var inner []plan.Agg
-	for _, a := range blk.aggs {
-		if a.Fn != plan.AggAvg {
-			inner = append(inner, a)
-			continue
-		}
-		pc := a.PartialColumns()
-		inner = append(inner, plan.Agg{Fn: plan.AggSum, Arg: a.Arg, As: pc[0]}, plan.Agg{Fn: plan.AggCount, Arg: a.Arg, As: pc[1]})
-		if p.cols[pc[0]] == nil {
-			// As groupBy types an average's partial sum.
-			p.cols[pc[0]] = &column{name: pc[0], t: typ{k: kFloat}, width: 8}
-		}
-		if p.cols[pc[1]] == nil {
-			p.cols[pc[1]] = &column{name: pc[1], t: typ{k: kInt}, width: 8}
-		}
-	}
+	inner := p.avgAsSumCount(blk.aggs)
 	// The joins keep the columns the final aggregation merges.
 	l.upper = slices.Clone(keyNames)
 	for _, a := range inner {
@@ -1579,4 +1549,27 @@ func (p *planner) finalAggregate(s *stream, keyNames []string, aggs []plan.Agg) 
 	s.p = p.b.From(ex).Named("aggregate " + strings.Join(keyNames, ","))
 	s.p.Final(groups, p.rowsWidth(out), keyNames, aggs...)
 	s.cols = out
+}
+
+// avgAsSumCount is aggs with each average split into the sum and the
+// count its partial state keeps (plan.Agg.PartialColumns), for an
+// aggregation whose results are merged again later.
+func (p *planner) avgAsSumCount(aggs []plan.Agg) []plan.Agg {
+	var inner []plan.Agg
+	for _, a := range aggs {
+		if a.Fn != plan.AggAvg {
+			inner = append(inner, a)
+			continue
+		}
+		pc := a.PartialColumns()
+		inner = append(inner, plan.Agg{Fn: plan.AggSum, Arg: a.Arg, As: pc[0]}, plan.Agg{Fn: plan.AggCount, Arg: a.Arg, As: pc[1]})
+		if p.cols[pc[0]] == nil {
+			// As groupBy types an average's partial sum.
+			p.cols[pc[0]] = &column{name: pc[0], t: typ{k: kFloat}, width: 8}
+		}
+		if p.cols[pc[1]] == nil {
+			p.cols[pc[1]] = &column{name: pc[1], t: typ{k: kInt}, width: 8}
+		}
+	}
+	return inner
 }
