@@ -122,6 +122,10 @@ func (l *lowering) eagerSplit(inner []*rel) *eagerPlan {
 		groups *= drawnDistinct(d, factRows)
 	}
 	groups = math.Min(groups, factRows)
+	if len(fact) == 1 && groupedWithin(fact[0], fk) {
+		// Already one row per key: nothing to aggregate.
+		groups = factRows
+	}
 	var dimCols []string
 	for _, c := range keyCols {
 		if dimSet[p.cols[c].rel] {
@@ -227,4 +231,20 @@ func (l *lowering) eagerJoin(e *eagerPlan) (*stream, error) {
 		return nil, err
 	}
 	return s, nil
+}
+
+// groupedWithin reports whether r is a derived relation grouped on
+// columns all among cols, so that its rows are unique on cols.
+func groupedWithin(r *rel, cols []string) bool {
+	sb := r.sub
+	if sb == nil || !sb.grouped || len(sb.keys) == 0 || len(sb.outs) != len(r.out) || sb.distinct {
+		return false
+	}
+	for _, k := range sb.keys {
+		j := slices.IndexFunc(sb.outs, func(o output) bool { return o.e.e.String() == plan.Col(k.Name).String() })
+		if j < 0 || !slices.Contains(cols, r.out[j].name) {
+			return false
+		}
+	}
+	return true
 }
