@@ -54,6 +54,7 @@ func (p *planner) bindSelect(sel *sqlparser.Select, outer *scope) (*block, error
 			return nil, err
 		}
 	}
+	p.oneScan(blk)
 	return blk, nil
 }
 

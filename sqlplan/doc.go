@@ -47,8 +47,12 @@
 // minimums or maximums over the same tables and conditions) re-aggregates
 // the block's groups (regroup.go); an EXISTS and a NOT EXISTS over one
 // table and correlation key whose conditions nest (TPC-H's Q21) are
-// aggregated in one pass (mergeexists.go). Other repetitions are
-// computed twice.
+// aggregated in one pass (mergeexists.go); an IN subquery grouping one
+// table on a key with a HAVING, the block joining that table only on
+// the key under the same conditions and aggregating its other columns
+// by sum, count, min or max (TPC-H's Q18), reads the table once, its
+// groups carrying the block's aggregates per key (onescan.go). Other
+// repetitions are computed twice.
 //
 // Errors are *Error values locating the problem in the text.
 package sqlplan
