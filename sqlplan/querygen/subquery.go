@@ -102,16 +102,27 @@ func sub(sel, from string, where []string) string {
 	return s + ")"
 }
 
-func (q *gen) exists(scope []*ref) string {
+// correlated picks a foreign-key link out of scope and the inner table
+// of a subquery correlated through it: the table, the subquery's FROM and
+// its WHERE conditions, the correlation first. ok is false where scope has
+// no link.
+func (q *gen) correlated(scope []*ref) (in *ref, from string, where []string, ok bool) {
 	ls := q.links(scope, false)
 	if len(ls) == 0 {
-		return ""
+		return nil, "", nil, false
 	}
 	l := pick(q, ls)
 	in, corr := q.innerRef(l)
 	q.noteSelf(scope, in)
-	from, where, _ := q.innerFrom(in)
-	where = append([]string{corr}, where...)
+	from, where, _ = q.innerFrom(in)
+	return in, from, append([]string{corr}, where...), true
+}
+
+func (q *gen) exists(scope []*ref) string {
+	_, from, where, ok := q.correlated(scope)
+	if !ok {
+		return ""
+	}
 	q.r.Shuffle(len(where), func(i, j int) { where[i], where[j] = where[j], where[i] })
 	s := "exists " + sub(pick(q, []string{"*", "1"}), from, where)
 	if q.chance(0.4) {
@@ -212,15 +223,10 @@ func (q *gen) scalar(scope []*ref) string {
 }
 
 func (q *gen) correlatedScalar(scope []*ref) string {
-	ls := q.links(scope, false)
-	if len(ls) == 0 {
+	in, from, where, ok := q.correlated(scope)
+	if !ok {
 		return ""
 	}
-	l := pick(q, ls)
-	in, corr := q.innerRef(l)
-	q.noteSelf(scope, in)
-	from, where, _ := q.innerFrom(in)
-	where = append([]string{corr}, where...)
 	q.feats.add(FeatCorrelatedScalar)
 	if q.chance(0.3) || len(cols([]*ref{in}, computable)) == 0 {
 		// A count is 0, not NULL, over no rows: the outer rows without
