@@ -35,14 +35,7 @@ func TestSQLEngine(t *testing.T) {
 	data := loadData(t, sf)
 	for _, q := range Names() {
 		t.Run(q, func(t *testing.T) {
-			buildSF := sf
-			if q == "q11" {
-				buildSF = 1
-			}
-			text, err := SQLText(q, buildSF)
-			if err != nil {
-				t.Fatal(err)
-			}
+			text := answerSQL(t, q, sf)
 			header, want := answerFile(t, "sf0.01", q)
 			if q == "q13" {
 				want = q13Brute(t, data)

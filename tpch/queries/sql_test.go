@@ -20,6 +20,21 @@ func sqlTables(t testing.TB, sf float64) []plan.TableStats {
 	return tables
 }
 
+// answerSQL is query q's SQL text with the parameters the SF0.01 answer
+// files were made with: the spec's at sf, except Q11's FRACTION, which
+// they take at SF1 (0.0001; see TestAnswers).
+func answerSQL(t *testing.T, q string, sf float64) string {
+	t.Helper()
+	if q == "q11" {
+		sf = 1
+	}
+	text, err := SQLText(q, sf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return text
+}
+
 // TestSQLAnswers plans every query from its SQL over SF0.01 statistics,
 // runs the plan through the static checker and the reference interpreter
 // on 1 and 3 devices, and compares with the official answers.
@@ -29,15 +44,7 @@ func TestSQLAnswers(t *testing.T) {
 	tables := sqlTables(t, sf)
 	for _, q := range Names() {
 		t.Run(q, func(t *testing.T) {
-			// The shared SF0.01 answer to Q11 applies 0.0001 (see TestAnswers).
-			buildSF := sf
-			if q == "q11" {
-				buildSF = 1
-			}
-			text, err := SQLText(q, buildSF)
-			if err != nil {
-				t.Fatal(err)
-			}
+			text := answerSQL(t, q, sf)
 			p, err := sqlplan.Plan(q, text, tables, sqlplan.Options{Workers: 3})
 			if err != nil {
 				t.Fatal(err)
